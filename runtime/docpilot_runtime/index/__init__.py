@@ -1,0 +1,1 @@
+"""The build side: built HTML pages in, a bundle out."""

@@ -1,0 +1,273 @@
+"""Index a built site: pages -> units -> vectors + BM25 + gate -> the bundle.
+
+`index_site` is the one entry point; the MkDocs plugin and `docpilot index` both
+call it. Nothing is written until everything has succeeded, and the bundle is
+written atomically, so a failed build leaves the previous bundle in place.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..bundle import BUNDLE_DIR, FORMAT, VERSION, bundle_path, encode_bundle, write_atomic
+from ..dense import LAYOUT, pack_vectors, sign_bits
+from ..embedders import Embedder, EmbedderError, load_embedder
+from ..lexical import LexicalDoc, build_lexical
+from .cache import EmbeddingCache, cache_key
+from .html_sections import PageError, parse_page
+from .options import IndexOptions
+from .units import Unit, page_units
+
+log = logging.getLogger("docpilot.index")
+
+_EMBED_BATCH = 512
+_SKIP_FILES = {"404.html"}
+
+
+class BuildError(RuntimeError):
+    """The build cannot produce a bundle; the message names the page, unit or setting."""
+
+
+@dataclass(frozen=True)
+class PageSource:
+    """A built page: where its HTML is, the URL it is served at, and whether the owner
+    excluded it from the assistant (front matter, passed on by the plugin)."""
+
+    path: Path
+    url: str  # site-root-relative with a leading slash: "/", "/guide/setup/"
+    excluded: bool = False
+    src: str = ""  # the Markdown source path, when the generator told us
+
+
+@dataclass
+class BuildReport:
+    path: Path
+    pages: int
+    units: int
+    bundle_bytes: int
+    embed_calls: int  # calls into the embedder (batches)
+    embedded: int  # texts embedded (cache misses)
+    cached: int  # texts served from the cache
+    seconds: float
+    index_seconds: float  # the indexing step alone: parsing, embedding, BM25
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"DocPilot: {self.units} units from {self.pages} pages, bundle "
+            f"{self.bundle_bytes / 1024:.1f} KiB, {self.embed_calls} embedding calls "
+            f"({self.embedded} embedded, {self.cached} cached) in {self.seconds:.2f}s"
+        )
+
+
+def page_url(rel: str) -> str:
+    """The URL a built file is served at: ``a/index.html`` -> ``/a/``."""
+    if rel == "index.html":
+        return "/"
+    if rel.endswith("/index.html"):
+        return "/" + rel[: -len("index.html")]
+    return "/" + rel
+
+
+def collect_pages(site_dir: Path) -> list[PageSource]:
+    """Every HTML page of a built site, in a stable order, minus our own files."""
+    pages = []
+    for path in sorted(site_dir.rglob("*.html")):
+        rel = path.relative_to(site_dir).as_posix()
+        if rel in _SKIP_FILES or rel.startswith(BUNDLE_DIR + "/"):
+            continue
+        pages.append(PageSource(path=path, url=page_url(rel)))
+    return pages
+
+
+def is_excluded(page: PageSource, patterns: Sequence[str]) -> bool:
+    names = {page.url.lstrip("/"), page.url, page.path.name}
+    if page.src:
+        names.add(page.src)
+    return any(fnmatch.fnmatchcase(n, p) for p in patterns for n in names)
+
+
+def _embed(
+    units: list[Unit], embedder: Embedder, cache: EmbeddingCache, report: BuildReport
+) -> np.ndarray:
+    """Vectors for every unit, from the cache where possible."""
+    embedder_id = f"{embedder.name}/{embedder.model}"
+    texts = [u.embed_text() for u in units]
+    keys = [cache_key(embedder_id, embedder.dims, t) for t in texts]
+    out = np.zeros((len(units), embedder.dims), dtype=np.float32)
+    missing: list[int] = []
+    for i, key in enumerate(keys):
+        hit = cache.get(key)
+        if hit is None:
+            missing.append(i)
+        else:
+            out[i] = hit
+    for start in range(0, len(missing), _EMBED_BATCH):
+        batch = missing[start : start + _EMBED_BATCH]
+        try:
+            vectors = np.asarray(embedder.embed_passages([texts[i] for i in batch]))
+        except EmbedderError as exc:
+            bad = getattr(exc, "index", None)
+            unit = f" (unit {units[batch[bad]].id})" if bad is not None else ""
+            raise BuildError(f"embedder {embedder.name!r} failed{unit}: {exc}") from exc
+        report.embed_calls += 1
+        if vectors.ndim != 2 or vectors.shape[0] != len(batch):
+            raise BuildError(
+                f"embedder {embedder.name!r} returned {vectors.shape[0]} vectors for "
+                f"{len(batch)} texts (first unit {units[batch[0]].id})"
+            )
+        if vectors.shape[1] != embedder.dims:
+            raise BuildError(
+                f"embedder {embedder.name!r} returned vectors of width {vectors.shape[1]}, "
+                f"declared {embedder.dims} (unit {units[batch[0]].id})"
+            )
+        for row, i in enumerate(batch):
+            out[i] = vectors[row]
+            cache.put(keys[i], vectors[row])
+    report.embedded = len(missing)
+    report.cached = len(units) - len(missing)
+    return out
+
+
+def _check_writable(site_dir: Path) -> None:
+    target = site_dir / BUNDLE_DIR
+    probe = target if target.exists() else site_dir
+    if not site_dir.is_dir():
+        raise BuildError(f"site directory {site_dir} does not exist; build the site first")
+    if not os.access(probe, os.W_OK):
+        raise BuildError(f"cannot write to {probe}: the bundle would not be saved")
+
+
+def index_site(
+    site_dir: str | Path,
+    options: IndexOptions,
+    pages: Sequence[PageSource] | None = None,
+    embedder: Embedder | None = None,
+    warn: Callable[[str], None] | None = None,
+    calibrate: Callable[..., dict[str, Any]] | None = None,
+) -> BuildReport:
+    """Index a built site and write its bundle. Raises BuildError, writing nothing.
+
+    ``pages`` defaults to every HTML file under ``site_dir``; ``embedder`` defaults to
+    the one ``options`` names (pass one to reuse a loaded model across builds).
+    """
+    started = time.perf_counter()
+    site = Path(site_dir)
+    _check_writable(site)
+    warnings: list[str] = []
+
+    def _warn(message: str) -> None:
+        warnings.append(message)
+        (warn or log.warning)(message)
+
+    report = BuildReport(
+        path=bundle_path(site), pages=0, units=0, bundle_bytes=0, embed_calls=0,
+        embedded=0, cached=0, seconds=0.0, index_seconds=0.0, warnings=warnings,
+    )
+    sources = list(pages) if pages is not None else collect_pages(site)
+    page_rows: list[dict[str, Any]] = []
+    units: list[Unit] = []
+    for source in sources:
+        try:
+            raw = source.path.read_bytes()
+        except OSError as exc:
+            raise BuildError(f"{source.path}: cannot read ({exc.strerror})") from None
+        try:
+            parsed = parse_page(raw, str(source.path))
+        except PageError as exc:
+            raise BuildError(str(exc)) from None
+        if parsed.redirect:
+            continue
+        if not raw.strip():
+            _warn(f"{source.path}: empty page; it has no sections to index")
+        index = len(page_rows)
+        page_rows.append({"url": source.url, "title": parsed.title, "ids": parsed.ids})
+        if source.excluded or parsed.noindex or is_excluded(source, options.exclude):
+            continue
+        found = page_units(parsed, source.url, index, options.max_section_chars, _warn)
+        if not found and raw.strip():
+            _warn(f"{source.path}: no text to index")
+        units.extend(found)
+    report.pages = len(page_rows)
+    report.units = len(units)
+
+    if embedder is None:
+        try:
+            embedder = load_embedder(options.embedder)
+        except EmbedderError as exc:
+            raise BuildError(f"embedder setting: {exc}") from exc
+    embedder_row: dict[str, Any] | None = None
+    vectors_row: dict[str, Any] | None = None
+    vectors: np.ndarray | None = None
+    if embedder is not None:
+        cache_path = Path(options.cache_dir) / f"embeddings-{embedder.name}-{embedder.dims}.msgpack"
+        cache = EmbeddingCache(cache_path, embedder.dims, _warn)
+        vectors = _embed(units, embedder, cache, report)
+        center = None
+        if embedder.needs_centering and len(units):
+            center = vectors.mean(axis=0, dtype=np.float64).astype("<f4")
+        bits = sign_bits(vectors, center) if len(units) else np.zeros((0, embedder.dims // 8), np.uint8)
+        embedder_row = {
+            "name": embedder.name,
+            "model": embedder.model,
+            "dims": embedder.dims,
+            "center": center.tobytes() if center is not None else None,
+        }
+        vectors_row = {
+            "layout": LAYOUT,
+            "dims": embedder.dims,
+            "count": len(units),
+            "bits": pack_vectors(bits),
+        }
+        try:
+            cache.save()
+        except OSError as exc:
+            _warn(f"embedding cache {cache_path} not saved ({exc.strerror}); next build re-embeds")
+    lexical = build_lexical(
+        [LexicalDoc(u.title, " ".join(u.breadcrumb), u.text) for u in units]
+    )
+    report.index_seconds = time.perf_counter() - started
+    data: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "generator": f"docpilot {__version__}",
+        "site": {"name": options.site_name, "url": options.site_url},
+        "embedder": embedder_row,
+        "vectors": vectors_row,
+        "pages": page_rows,
+        "units": [
+            {
+                "id": u.id,
+                "url": u.url,
+                "title": u.title,
+                "breadcrumb": list(u.breadcrumb),
+                "text": u.text,
+                "page": u.page,
+            }
+            for u in units
+        ],
+        "lexical": lexical,
+        "gate": calibrate(units=units, lexical=lexical, vectors=vectors, embedder=embedder)
+        if calibrate
+        else {},
+        "tools": [dict(t) for t in options.tools],
+        "actions": [dict(a) for a in options.actions],
+    }
+    payload = encode_bundle(data)
+    try:
+        write_atomic(report.path, payload)
+    except OSError as exc:
+        raise BuildError(f"cannot write {report.path}: {exc.strerror}") from None
+    report.bundle_bytes = len(payload)
+    report.seconds = time.perf_counter() - started
+    return report

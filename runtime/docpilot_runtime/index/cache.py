@@ -1,0 +1,60 @@
+"""Content-hash cache of embeddings, so an unchanged unit is never embedded twice.
+
+Key: sha256(embedder name + model + dims + NUL + embedded text). The cache file is
+rewritten after each build with exactly the entries that build used, so it never
+grows past the site. A cache that cannot be read is rebuilt with a warning: it
+only ever saves time, it is never needed for correctness.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+import msgpack
+import numpy as np
+
+from ..bundle import write_atomic
+
+CACHE_VERSION = 1
+
+
+def cache_key(embedder_id: str, dims: int, text: str) -> bytes:
+    return hashlib.sha256(f"{embedder_id}{dims}\0{text}".encode()).digest()
+
+
+class EmbeddingCache:
+    """Vectors by content hash, loaded from and saved to one msgpack file."""
+
+    def __init__(self, path: Path, dims: int, warn: Callable[[str], None]) -> None:
+        self.path = path
+        self.dims = dims
+        self.entries: dict[bytes, bytes] = {}
+        self.used: dict[bytes, bytes] = {}
+        if path.exists():
+            try:
+                data = msgpack.unpackb(path.read_bytes(), raw=False, strict_map_key=False)
+                if data.get("version") != CACHE_VERSION or data.get("dims") != dims:
+                    raise ValueError("written by another version or for another width")
+                entries = data["entries"]
+                if not all(len(v) == dims * 4 for v in entries.values()):
+                    raise ValueError("holds vectors of the wrong width")
+                self.entries = entries
+            except Exception as exc:
+                warn(f"embedding cache {path} is unreadable ({exc}); rebuilding it")
+
+    def get(self, key: bytes) -> np.ndarray | None:
+        raw = self.entries.get(key)
+        if raw is None:
+            return None
+        self.used[key] = raw
+        return np.frombuffer(raw, dtype="<f4")
+
+    def put(self, key: bytes, vector: np.ndarray) -> None:
+        self.used[key] = np.asarray(vector, dtype="<f4").tobytes()
+
+    def save(self) -> None:
+        entries = dict(sorted(self.used.items()))
+        data = {"version": CACHE_VERSION, "dims": self.dims, "entries": entries}
+        write_atomic(self.path, msgpack.packb(data, use_bin_type=True))

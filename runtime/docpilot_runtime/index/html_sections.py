@@ -1,0 +1,289 @@
+"""Read a built HTML page into heading sections of readable text.
+
+We index the HTML the renderer wrote, not the Markdown, so every anchor we store is
+one the page really carries (``id`` attributes as written, duplicates and all) and
+the indexer works for any generator that writes heading ids (MkDocs, Zensical,
+MkDocs 2.0, hand-written HTML).
+
+Text is rendered as light Markdown so excerpts stay readable: code blocks fenced
+(and treated as one block, never cut), tables as pipe rows, list items with
+dashes, admonition and tab titles on their own line. Navigation, headers,
+footers, permalink symbols, scripts and anything marked ``data-search-exclude``
+are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import lxml.html
+from lxml import etree
+
+HEADING_TAGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+
+# Elements whose whole subtree is chrome, not content.
+_DROP_TAGS = {
+    "script", "style", "noscript", "template", "nav", "form",
+    "button", "input", "select", "textarea", "svg", "iframe", "object", "dialog",
+}
+_DROP_CLASSES = {
+    "headerlink",  # the permalink symbol (Python-Markdown toc)
+    "md-source-file",  # Material's "last update" footer
+    "md-content__button",  # Material's edit / view source buttons
+    "md-clipboard",
+    "md-annotation__index",
+    "linenos",  # line numbers beside highlighted code
+    "docpilot-widget",
+}
+_BLOCK_TAGS = {
+    "address", "article", "aside", "blockquote", "dd", "details", "div", "dl", "dt",
+    "fieldset", "figcaption", "figure", "hr", "li", "main", "ol", "p", "pre",
+    "section", "summary", "table", "tbody", "thead", "tfoot", "tr", "ul", "center",
+    *HEADING_TAGS,
+}
+_CONTENT_ROOTS = (
+    "//article[contains(concat(' ', normalize-space(@class), ' '), ' md-content__inner ')]",
+    "//*[@role='main']",
+    "//main",
+    "//article",
+    "//body",
+)
+_SPACE = re.compile(r"[ \t\r\f\v\u00a0]+")
+_NEWLINES = re.compile(r"\s*\n\s*")
+_NOINDEX = "noindex"
+
+
+@dataclass
+class Block:
+    """One paragraph-like piece of a section; ``code`` blocks are never split."""
+
+    text: str
+    code: bool = False
+
+
+@dataclass
+class Section:
+    """The content under one heading, up to the next heading of any level."""
+
+    level: int  # 0 for text before the first heading
+    anchor: str | None  # the id the renderer wrote on the heading, if any
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+
+@dataclass
+class ParsedPage:
+    title: str
+    ids: list[str]  # every id in the HTML, document order, first occurrence
+    sections: list[Section]
+    noindex: bool  # the page carries <meta name="docpilot" content="noindex">
+    redirect: bool  # a meta-refresh stub, not a page
+
+
+class PageError(ValueError):
+    """A page that cannot be read; the message names the problem."""
+
+
+def _classes(el: etree._Element) -> set[str]:
+    return set((el.get("class") or "").split())
+
+
+def _has_heading(el: etree._Element) -> bool:
+    return any(isinstance(d.tag, str) and d.tag in HEADING_TAGS for d in el.iterdescendants())
+
+
+def _drop_chrome(root: etree._Element) -> None:
+    doomed = []
+    for el in root.iter():
+        if not isinstance(el.tag, str):  # comments, processing instructions
+            doomed.append(el)
+        elif (
+            el.tag in _DROP_TAGS
+            or (el.tag in ("header", "footer") and not _has_heading(el))
+            or el.get("data-search-exclude") is not None
+            or el.get("data-docpilot-exclude") is not None
+            or el.get("hidden") is not None
+            or _classes(el) & _DROP_CLASSES
+        ):
+            doomed.append(el)
+    for el in doomed:
+        if el.getparent() is not None:
+            el.drop_tree()  # keeps the tail text
+
+
+def _inline(el: etree._Element) -> str:
+    text = "".join(el.itertext())
+    return _SPACE.sub(" ", _NEWLINES.sub(" ", text)).strip()
+
+
+def _code_language(pre: etree._Element) -> str:
+    for el in (pre, *pre.iterancestors()):
+        for cls in _classes(el):
+            if cls.startswith("language-"):
+                return cls[len("language-") :]
+        if el.tag == "div" and "highlight" in _classes(el):
+            break
+    code = pre.find("code")
+    if code is not None:
+        for cls in _classes(code):
+            if cls.startswith("language-"):
+                return cls[len("language-") :]
+    return ""
+
+
+def _fence(code: str, language: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`{3,}", code)), default=2)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{language}\n{code.rstrip()}\n{ticks}"
+
+
+def _table(table: etree._Element) -> str:
+    rows = []
+    for tr in table.iter("tr"):
+        cells = [_inline(c).replace("|", "\\|") for c in tr if c.tag in ("td", "th")]
+        if cells:
+            rows.append("| " + " | ".join(cells) + " |")
+            if len(rows) == 1:  # a separator row makes the excerpt a Markdown table
+                rows.append("|" + " --- |" * len(cells))
+    return "\n".join(rows)
+
+
+class _Walker:
+    """Walks the content tree in document order, cutting it at headings."""
+
+    def __init__(self) -> None:
+        self.sections: list[Section] = [Section(level=0, anchor=None, title="")]
+
+    def emit(self, text: str, code: bool = False) -> None:
+        text = text if code else text.strip()
+        if text:
+            self.sections[-1].blocks.append(Block(text=text, code=code))
+
+    def heading(self, el: etree._Element, level: int) -> None:
+        self.sections.append(Section(level=level, anchor=el.get("id"), title=_inline(el)))
+
+    def walk(self, el: etree._Element, prefix: str = "") -> None:
+        tag = el.tag
+        if tag in HEADING_TAGS:
+            self.heading(el, HEADING_TAGS[tag])
+            return
+        if tag == "pre":
+            code = "".join(el.itertext())
+            if code.strip():
+                self.emit(_fence(code, _code_language(el)), code=True)
+            return
+        if tag == "table":
+            self.emit(_table(el))
+            return
+        classes = _classes(el)
+        if "tabbed-set" in classes:
+            self.tabs(el)
+            return
+        if "admonition-title" in classes or tag == "summary":
+            self.emit(_inline(el) + ":")
+            return
+        if tag == "li":
+            prefix = "- "
+        elif tag == "dt":
+            prefix = ""
+        elif tag == "dd":
+            prefix = ": "
+        self.mixed(el, prefix)
+
+    def mixed(self, el: etree._Element, prefix: str) -> None:
+        """Emit an element whose children may mix inline text and blocks."""
+        has_blocks = any(isinstance(c.tag, str) and c.tag in _BLOCK_TAGS for c in el)
+        if not has_blocks:
+            self.emit(prefix + _inline(el))
+            return
+        inline: list[str] = [el.text or ""]
+
+        def flush() -> None:
+            nonlocal prefix
+            text = _SPACE.sub(" ", _NEWLINES.sub(" ", "".join(inline))).strip()
+            if text:
+                self.emit(prefix + text)
+                prefix = ""
+            inline.clear()
+
+        for child in el:
+            if isinstance(child.tag, str) and child.tag in _BLOCK_TAGS:
+                flush()
+                self.walk(child)
+            else:
+                inline.append("".join(child.itertext()))
+            inline.append(child.tail or "")
+        flush()
+
+    def tabs(self, el: etree._Element) -> None:
+        """Content tabs: each tab's label on its own line, then its content."""
+        labels = [_inline(lab) for lab in el.iter("label")]
+        blocks = [
+            b
+            for b in el.iter("div")
+            if "tabbed-block" in _classes(b) or "tabbed-content" in _classes(b)
+        ]
+        # Alternate style: .tabbed-content wraps .tabbed-block children; keep the blocks.
+        if any("tabbed-block" in _classes(b) for b in blocks):
+            blocks = [b for b in blocks if "tabbed-block" in _classes(b)]
+        for i, block in enumerate(blocks):
+            if i < len(labels) and labels[i]:
+                self.emit(labels[i] + ":")
+            self.mixed(block, "")
+
+
+def _page_title(doc: etree._Element, sections: list[Section]) -> str:
+    for section in sections:
+        if section.level == 1 and section.title:
+            return section.title
+    titles = doc.xpath("//title")
+    if titles:
+        return _inline(titles[0])
+    return ""
+
+
+def parse_page(html: bytes | str, where: str) -> ParsedPage:
+    """Parse one built page. ``where`` names the page in error messages."""
+    if isinstance(html, bytes):
+        try:
+            html = html.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PageError(
+                f"{where}: not valid UTF-8 (byte {exc.start}); re-save the page as UTF-8"
+            ) from None
+    if not html.strip():
+        return ParsedPage(title="", ids=[], sections=[], noindex=False, redirect=False)
+    try:
+        doc = lxml.html.document_fromstring(html)
+    except (etree.ParserError, ValueError) as exc:
+        raise PageError(f"{where}: cannot be parsed as HTML ({exc})") from None
+
+    ids = list(dict.fromkeys(str(i) for i in doc.xpath("//@id")))
+    noindex = redirect = False
+    for meta in doc.iter("meta"):
+        name = (meta.get("name") or "").lower()
+        content = (meta.get("content") or "").lower()
+        if name == "docpilot" and _NOINDEX in content:
+            noindex = True
+        if (meta.get("http-equiv") or "").lower() == "refresh" and "url=" in content:
+            redirect = True
+
+    root = None
+    for xpath in _CONTENT_ROOTS:
+        found = doc.xpath(xpath)
+        if found:
+            root = found[0]
+            break
+    walker = _Walker()
+    if root is not None:
+        _drop_chrome(root)
+        walker.mixed(root, "")
+    sections = [s for s in walker.sections if s.blocks or s.level > 0]
+    return ParsedPage(
+        title=_page_title(doc, sections),
+        ids=ids,
+        sections=sections,
+        noindex=noindex,
+        redirect=redirect,
+    )

@@ -1,0 +1,178 @@
+"""The BM25+ index: built once, stored as binary blocks, scored in pure Python.
+
+Pure Python (``array`` and ``math`` only) because this is the reference scorer that
+also runs in the browser under Pyodide; ``lexical_numpy`` scores the same blocks
+faster on the server and a test holds the two to the same ranking.
+
+Variant: BM25+ (Lv & Zhai 2011) over one weighted field, the way MiniSearch scores
+it, with MiniSearch's defaults:
+
+* ``k1 = 1.2`` term-frequency saturation,
+* ``b = 0.7`` length normalisation,
+* ``delta = 0.5`` the "+" lower bound, so a match in a long section still counts,
+* idf = ln(1 + (N - df + 0.5) / (df + 0.5)).
+
+A unit's term frequency is ``3 x tf(title) + 1 x tf(breadcrumb) + tf(text)`` and its
+length is weighted the same way: a section whose heading names the term is worth
+more than one that mentions it in passing.
+
+Stored blocks (little-endian, so a load is a view, not a parse):
+``terms`` the sorted vocabulary, UTF-8, one per line; ``offsets`` uint32 x (T + 1);
+``docs`` unit indexes (uint16 when there are fewer than 65,536 units, else uint32);
+``tfs`` weighted term frequency, uint8 (saturated at 255); ``lengths`` uint32 per unit.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .tokenize import tokenize
+
+K1 = 1.2
+B = 0.7
+DELTA = 0.5
+TITLE_BOOST = 3
+BREADCRUMB_BOOST = 1
+TEXT_BOOST = 1
+_TF_MAX = 255
+
+
+@dataclass(frozen=True)
+class LexicalDoc:
+    """What the lexical index sees of one unit."""
+
+    title: str
+    breadcrumb: str
+    text: str
+
+
+def _le(arr: array[Any]) -> bytes:
+    if sys.byteorder != "little":
+        arr = array(arr.typecode, arr)
+        arr.byteswap()
+    return arr.tobytes()
+
+
+def _from_le(typecode: str, data: bytes) -> array[Any]:
+    arr = array(typecode)
+    arr.frombytes(data)
+    if sys.byteorder != "little":
+        arr.byteswap()
+    return arr
+
+
+def _doc_typecode(count: int) -> tuple[str, str]:
+    return ("H", "u2") if count < 65536 else ("I", "u4")
+
+
+def build_lexical(docs: Sequence[LexicalDoc]) -> dict[str, Any]:
+    """The bundle's ``lexical`` map for these units, deterministic for the same input."""
+    postings: dict[str, list[tuple[int, int]]] = {}
+    lengths = array("I")
+    for index, doc in enumerate(docs):
+        counts: dict[str, int] = {}
+        length = 0
+        for field, boost in (
+            (doc.title, TITLE_BOOST),
+            (doc.breadcrumb, BREADCRUMB_BOOST),
+            (doc.text, TEXT_BOOST),
+        ):
+            for token in tokenize(field):
+                counts[token] = counts.get(token, 0) + boost
+                length += boost
+        lengths.append(length)
+        for token, tf in counts.items():
+            postings.setdefault(token, []).append((index, min(tf, _TF_MAX)))
+    terms = sorted(postings)
+    typecode, dtype = _doc_typecode(len(docs))
+    offsets = array("I", [0])
+    doc_ids = array(typecode)
+    tfs = array("B")
+    for term in terms:
+        for index, tf in postings[term]:
+            doc_ids.append(index)
+            tfs.append(tf)
+        offsets.append(len(doc_ids))
+    total = sum(lengths)
+    return {
+        "variant": "bm25+",
+        "params": {
+            "k1": K1,
+            "b": B,
+            "delta": DELTA,
+            "boosts": {"title": TITLE_BOOST, "breadcrumb": BREADCRUMB_BOOST, "text": TEXT_BOOST},
+        },
+        "count": len(docs),
+        "avg_length": (total / len(docs)) if docs else 0.0,
+        "doc_dtype": dtype,
+        "terms": "\n".join(terms).encode("utf-8"),
+        "offsets": _le(offsets),
+        "docs": _le(doc_ids),
+        "tfs": tfs.tobytes(),
+        "lengths": _le(lengths),
+    }
+
+
+def idf(count: int, df: int) -> float:
+    return math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+
+
+def term_ceiling(term_idf: float) -> float:
+    """The most one query term can add to a unit's score (tf -> infinity)."""
+    return term_idf * (K1 + 1.0 + DELTA)
+
+
+class LexicalIndex:
+    """The stored index, decoded once; scoring allocates only the score map."""
+
+    def __init__(self, block: Mapping[str, Any]) -> None:
+        params = block["params"]
+        self.k1 = float(params["k1"])
+        self.b = float(params["b"])
+        self.delta = float(params["delta"])
+        self.count = int(block["count"])
+        self.avg_length = float(block["avg_length"]) or 1.0
+        raw_terms = bytes(block["terms"])
+        terms = raw_terms.decode("utf-8").split("\n") if raw_terms else []
+        self.vocabulary = {term: i for i, term in enumerate(terms)}
+        typecode = "H" if block["doc_dtype"] == "u2" else "I"
+        self.offsets = _from_le("I", bytes(block["offsets"]))
+        self.docs = _from_le(typecode, bytes(block["docs"]))
+        self.tfs = _from_le("B", bytes(block["tfs"]))
+        self.lengths = _from_le("I", bytes(block["lengths"]))
+        k1, b, avg = self.k1, self.b, self.avg_length
+        self.norms = [k1 * (1.0 - b + b * length / avg) for length in self.lengths]
+
+    def document_frequency(self, term: str) -> int:
+        i = self.vocabulary.get(term)
+        return 0 if i is None else self.offsets[i + 1] - self.offsets[i]
+
+    def term_idf(self, term: str) -> float:
+        return idf(self.count, self.document_frequency(term))
+
+    def scores(self, terms: Iterable[str]) -> dict[int, float]:
+        """BM25+ score of every unit that contains at least one of ``terms``."""
+        out: dict[int, float] = {}
+        k1p1, delta, norms = self.k1 + 1.0, self.delta, self.norms
+        for term in dict.fromkeys(terms):
+            i = self.vocabulary.get(term)
+            if i is None:
+                continue
+            start, end = self.offsets[i], self.offsets[i + 1]
+            weight = idf(self.count, end - start)
+            docs, tfs = self.docs, self.tfs
+            for j in range(start, end):
+                d = docs[j]
+                tf = tfs[j]
+                out[d] = out.get(d, 0.0) + weight * ((tf * k1p1) / (tf + norms[d]) + delta)
+        return out
+
+    def search(self, terms: Sequence[str], limit: int = 50) -> list[tuple[int, float]]:
+        """Top units as (unit index, score), best first; ties go to the earlier unit."""
+        ranked = sorted(self.scores(terms).items(), key=lambda item: (-item[1], item[0]))
+        return ranked[:limit]

@@ -1,0 +1,92 @@
+"""The one tokenizer: used to build the BM25 index, to query it, and in the browser.
+
+Pure Python (standard library only) so the same code runs under Pyodide. Rules:
+
+* NFKC-normalise and case-fold, so "Ｆｕｌｌ" and "full", "Straße" and "strasse" meet.
+* A token is a run of Unicode letters, digits and marks. Runs joined by ``-``, ``_``,
+  ``.``, ``/`` or ``:`` with no space (``X-API-Key``, ``v2.1.0``, ``snake_case``,
+  ``mkdocs.yml``) are kept whole *and* also yield their parts, so a reader who writes
+  "api key" still meets a page that writes ``X-API-Key``.
+* Scripts written without spaces (Han, Hiragana, Katakana, Hangul, Thai…) are cut into
+  overlapping character bigrams, the usual dictionary-free choice for CJK search;
+  a lone character stays a unigram.
+* Single Latin letters carry no subject and are dropped; single digits are kept.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# A "word" character: letters, marks and digits of any script (the \w class minus "_").
+_WORD = r"[^\W_]"
+# A compound: words joined by connector punctuation with no whitespace between.
+_COMPOUND = re.compile(rf"{_WORD}+(?:[-_./:+#]{_WORD}+)*[+#]*")
+_PART = re.compile(rf"{_WORD}+")
+
+_MAX_TOKEN_CHARS = 64
+
+
+def _is_unspaced_script(ch: str) -> bool:
+    """True for characters of scripts that do not separate words with spaces."""
+    code = ord(ch)
+    return (
+        0x2E80 <= code <= 0x9FFF  # CJK radicals, kana, CJK unified ideographs
+        or 0xAC00 <= code <= 0xD7AF  # Hangul syllables
+        or 0xF900 <= code <= 0xFAFF  # CJK compatibility ideographs
+        or 0x20000 <= code <= 0x2FFFF  # CJK extension planes
+        or 0x0E00 <= code <= 0x0EFF  # Thai, Lao
+        or 0x1000 <= code <= 0x109F  # Myanmar
+        or 0x1780 <= code <= 0x17FF  # Khmer
+    )
+
+
+def normalize(text: str) -> str:
+    """NFKC and case folding: the form every token is compared in."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def _bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _split_scripts(word: str) -> list[tuple[bool, str]]:
+    """Cut a word into runs of spaced and unspaced scripts: "api密钥" -> api, 密钥."""
+    runs: list[tuple[bool, str]] = []
+    for ch in word:
+        unspaced = _is_unspaced_script(ch)
+        if runs and runs[-1][0] == unspaced:
+            runs[-1] = (unspaced, runs[-1][1] + ch)
+        else:
+            runs.append((unspaced, ch))
+    return runs
+
+
+def _word_tokens(word: str) -> list[str]:
+    out: list[str] = []
+    for unspaced, run in _split_scripts(word):
+        if unspaced:
+            out.extend(_bigrams(run))
+        elif len(run) > 1 or run.isdigit():
+            out.append(run[:_MAX_TOKEN_CHARS])
+    return out
+
+
+def tokenize(text: str) -> list[str]:
+    """Tokens of ``text`` in order, duplicates kept (BM25 needs term frequencies)."""
+    tokens: list[str] = []
+    for match in _COMPOUND.finditer(normalize(text)):
+        compound = match.group(0)
+        parts = _PART.findall(compound)
+        if compound != parts[0] and not any(_is_unspaced_script(c) for c in compound):
+            tokens.append(compound[:_MAX_TOKEN_CHARS])
+        for part in parts:
+            tokens.extend(_word_tokens(part))
+    return tokens
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct tokens of a question, in first-seen order."""
+    return list(dict.fromkeys(tokenize(text)))
