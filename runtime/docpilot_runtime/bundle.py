@@ -111,7 +111,9 @@ def _need(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], wher
         raise BundleError(f"{where}: missing field {key!r}")
     value = data[key]
     if not isinstance(value, kind):
-        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        expected = (
+            kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        )
         raise BundleError(
             f"{where}: field {key!r} should be {expected}, found {type(value).__name__}"
         )
@@ -123,7 +125,9 @@ def parse_bundle(raw: bytes, where: str) -> Bundle:
     try:
         data = msgpack.unpackb(raw, raw=False, strict_map_key=True)
     except Exception as exc:  # msgpack raises several unrelated types
-        raise BundleError(f"{where}: not a msgpack bundle ({exc.__class__.__name__}: {exc})") from None
+        raise BundleError(
+            f"{where}: not a msgpack bundle ({exc.__class__.__name__}: {exc})"
+        ) from None
     if not isinstance(data, dict):
         raise BundleError(f"{where}: expected a msgpack map at the top level")
     fmt = data.get("format")

@@ -30,7 +30,7 @@ def sign_bits(vectors: np.ndarray, center: np.ndarray | None = None) -> np.ndarr
 
 def pack_vectors(rows: np.ndarray) -> bytes:
     """Lay packed sign-bit rows out in the bundle's word-major order."""
-    n, nbytes = rows.shape
+    nbytes = rows.shape[1]
     if nbytes % 8:
         raise ValueError(f"vector width must be a multiple of 64 bits, got {nbytes * 8}")
     words = np.ascontiguousarray(rows).view(">u8")
@@ -58,12 +58,13 @@ class DenseIndex:
 
     def query_words(self, query: np.ndarray) -> np.ndarray:
         bits = np.packbits((query - self.center) > 0)
-        return bits.view(">u8").astype("<u8")
+        words: np.ndarray = bits.view(">u8").astype("<u8")
+        return words
 
     def hamming(self, query: np.ndarray) -> np.ndarray:
         """Hamming distance from the query's bits to every unit (int32, length n)."""
         q = self.query_words(query)
-        dist = np.bitwise_count(self.words[0] ^ q[0]).astype(np.int32)
+        dist: np.ndarray = np.bitwise_count(self.words[0] ^ q[0]).astype(np.int32)
         for w in range(1, self.words.shape[0]):
             dist += np.bitwise_count(self.words[w] ^ q[w])
         return dist

@@ -18,7 +18,8 @@ more than one that mentions it in passing.
 
 Stored blocks (little-endian, so a load is a view, not a parse):
 ``terms`` the sorted vocabulary, UTF-8, one per line; ``offsets`` uint32 x (T + 1);
-``docs`` unit indexes (uint16 when there are fewer than 65,536 units, else uint32);
+``docs`` unit indexes, gap-encoded within each term's list (the first is absolute):
+small numbers that gzip well; uint16 when there are fewer than 65,536 units, else uint32;
 ``tfs`` weighted term frequency, uint8 (saturated at 255); ``lengths`` uint32 per unit.
 """
 
@@ -94,8 +95,10 @@ def build_lexical(docs: Sequence[LexicalDoc]) -> dict[str, Any]:
     doc_ids = array(typecode)
     tfs = array("B")
     for term in terms:
+        previous = 0
         for index, tf in postings[term]:
-            doc_ids.append(index)
+            doc_ids.append(index - previous)
+            previous = index
             tfs.append(tf)
         offsets.append(len(doc_ids))
     total = sum(lengths)
@@ -110,6 +113,7 @@ def build_lexical(docs: Sequence[LexicalDoc]) -> dict[str, Any]:
         "count": len(docs),
         "avg_length": (total / len(docs)) if docs else 0.0,
         "doc_dtype": dtype,
+        "doc_encoding": "gaps",
         "terms": "\n".join(terms).encode("utf-8"),
         "offsets": _le(offsets),
         "docs": _le(doc_ids),
@@ -166,8 +170,9 @@ class LexicalIndex:
             start, end = self.offsets[i], self.offsets[i + 1]
             weight = idf(self.count, end - start)
             docs, tfs = self.docs, self.tfs
+            d = 0
             for j in range(start, end):
-                d = docs[j]
+                d += docs[j]
                 tf = tfs[j]
                 out[d] = out.get(d, 0.0) + weight * ((tf * k1p1) / (tf + norms[d]) + delta)
         return out

@@ -46,7 +46,9 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
         raise SettingsError(f"{file}: not valid TOML ({exc})") from None
     unknown = set(raw) - _TABLES
     if unknown:
-        raise SettingsError(f"{file}: unknown table(s) {sorted(unknown)} (known: {sorted(_TABLES)})")
+        raise SettingsError(
+            f"{file}: unknown table(s) {sorted(unknown)} (known: {sorted(_TABLES)})"
+        )
     try:
         index = index_options(raw.get("index", {}), f"{file} [index]")
     except OptionsError as exc:

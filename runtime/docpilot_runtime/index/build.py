@@ -171,8 +171,16 @@ def index_site(
         (warn or log.warning)(message)
 
     report = BuildReport(
-        path=bundle_path(site), pages=0, units=0, bundle_bytes=0, embed_calls=0,
-        embedded=0, cached=0, seconds=0.0, index_seconds=0.0, warnings=warnings,
+        path=bundle_path(site),
+        pages=0,
+        units=0,
+        bundle_bytes=0,
+        embed_calls=0,
+        embedded=0,
+        cached=0,
+        seconds=0.0,
+        index_seconds=0.0,
+        warnings=warnings,
     )
     sources = list(pages) if pages is not None else collect_pages(site)
     page_rows: list[dict[str, Any]] = []
@@ -216,7 +224,11 @@ def index_site(
         center = None
         if embedder.needs_centering and len(units):
             center = vectors.mean(axis=0, dtype=np.float64).astype("<f4")
-        bits = sign_bits(vectors, center) if len(units) else np.zeros((0, embedder.dims // 8), np.uint8)
+        bits = (
+            sign_bits(vectors, center)
+            if len(units)
+            else np.zeros((0, embedder.dims // 8), np.uint8)
+        )
         embedder_row = {
             "name": embedder.name,
             "model": embedder.model,
@@ -233,9 +245,7 @@ def index_site(
             cache.save()
         except OSError as exc:
             _warn(f"embedding cache {cache_path} not saved ({exc.strerror}); next build re-embeds")
-    lexical = build_lexical(
-        [LexicalDoc(u.title, " ".join(u.breadcrumb), u.text) for u in units]
-    )
+    lexical = build_lexical([LexicalDoc(u.title, " ".join(u.breadcrumb), u.text) for u in units])
     report.index_seconds = time.perf_counter() - started
     data: dict[str, Any] = {
         "format": FORMAT,

@@ -24,8 +24,20 @@ HEADING_TAGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 
 # Elements whose whole subtree is chrome, not content.
 _DROP_TAGS = {
-    "script", "style", "noscript", "template", "nav", "form",
-    "button", "input", "select", "textarea", "svg", "iframe", "object", "dialog",
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "nav",
+    "form",
+    "button",
+    "input",
+    "select",
+    "textarea",
+    "svg",
+    "iframe",
+    "object",
+    "dialog",
 }
 _DROP_CLASSES = {
     "headerlink",  # the permalink symbol (Python-Markdown toc)
@@ -37,9 +49,33 @@ _DROP_CLASSES = {
     "docpilot-widget",
 }
 _BLOCK_TAGS = {
-    "address", "article", "aside", "blockquote", "dd", "details", "div", "dl", "dt",
-    "fieldset", "figcaption", "figure", "hr", "li", "main", "ol", "p", "pre",
-    "section", "summary", "table", "tbody", "thead", "tfoot", "tr", "ul", "center",
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "dd",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "hr",
+    "li",
+    "main",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "tbody",
+    "thead",
+    "tfoot",
+    "tr",
+    "ul",
+    "center",
     *HEADING_TAGS,
 }
 _CONTENT_ROOTS = (
@@ -75,7 +111,7 @@ class Section:
 @dataclass
 class ParsedPage:
     title: str
-    ids: list[str]  # every id in the HTML, document order, first occurrence
+    ids: list[str]  # every id in the page content, document order, first occurrence
     sections: list[Section]
     noindex: bool  # the page carries <meta name="docpilot" content="noindex">
     redirect: bool  # a meta-refresh stub, not a page
@@ -96,16 +132,14 @@ def _has_heading(el: etree._Element) -> bool:
 def _drop_chrome(root: etree._Element) -> None:
     doomed = []
     for el in root.iter():
-        if not isinstance(el.tag, str):  # comments, processing instructions
-            doomed.append(el)
-        elif (
+        if not isinstance(el.tag, str) or (
             el.tag in _DROP_TAGS
             or (el.tag in ("header", "footer") and not _has_heading(el))
             or el.get("data-search-exclude") is not None
             or el.get("data-docpilot-exclude") is not None
             or el.get("hidden") is not None
             or _classes(el) & _DROP_CLASSES
-        ):
+        ):  # comments, processing instructions
             doomed.append(el)
     for el in doomed:
         if el.getparent() is not None:
@@ -259,7 +293,6 @@ def parse_page(html: bytes | str, where: str) -> ParsedPage:
     except (etree.ParserError, ValueError) as exc:
         raise PageError(f"{where}: cannot be parsed as HTML ({exc})") from None
 
-    ids = list(dict.fromkeys(str(i) for i in doc.xpath("//@id")))
     noindex = redirect = False
     for meta in doc.iter("meta"):
         name = (meta.get("name") or "").lower()
@@ -276,7 +309,12 @@ def parse_page(html: bytes | str, where: str) -> ParsedPage:
             root = found[0]
             break
     walker = _Walker()
+    ids: list[str] = []
     if root is not None:
+        # Anchors a link could target: those in the content, minus the theme's own
+        # widget ids ("__tabbed_1_1", "__codelineno-0-1"), which on big sites would
+        # otherwise repeat the whole navigation's ids on every page.
+        ids = [str(i) for i in dict.fromkeys(root.xpath(".//@id")) if not str(i).startswith("__")]
         _drop_chrome(root)
         walker.mixed(root, "")
     sections = [s for s in walker.sections if s.blocks or s.level > 0]

