@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .index.options import IndexOptions, OptionsError, index_options
+from .types import Limits
 
 CONFIG_ENV = "DOCPILOT_CONFIG"
 
@@ -26,7 +27,44 @@ class SettingsError(ValueError):
 class Settings:
     source: str = ""  # the file the settings came from, "" for defaults
     index: IndexOptions = field(default_factory=IndexOptions)
+    limits: Limits = field(default_factory=Limits)
+    cors_origins: tuple[str, ...] = ()
+    social_templates: dict[str, dict[str, str]] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
+
+
+_SERVER_KEYS = {"cors_origins", "max_question_chars", "max_body_bytes"}
+
+
+def _server(raw: dict[str, Any], file: Path) -> tuple[Limits, tuple[str, ...]]:
+    server = raw.get("server", {})
+    unknown = set(server) - _SERVER_KEYS
+    if unknown:
+        raise SettingsError(f"{file}: unknown key(s) {sorted(unknown)} in [server]")
+    limits = Limits()
+    for key in ("max_question_chars", "max_body_bytes"):
+        if key in server:
+            value = server[key]
+            if not isinstance(value, int) or value <= 0:
+                raise SettingsError(f"{file}: [server] {key} must be a positive integer")
+            limits = replace(limits, **{key: value})
+    origins = server.get("cors_origins", [])
+    if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
+        raise SettingsError(f"{file}: [server] cors_origins must be a list of origins")
+    return limits, tuple(origins)
+
+
+def _social(raw: dict[str, Any], file: Path) -> dict[str, dict[str, str]]:
+    templates = raw.get("social", {}).get("templates", {})
+    intents = {"greeting", "thanks", "farewell", "identity"}
+    out: dict[str, dict[str, str]] = {}
+    for language, table in templates.items():
+        if not isinstance(table, dict) or set(table) - intents:
+            raise SettingsError(
+                f"{file}: [social.templates.{language}] may only set {sorted(intents)}"
+            )
+        out[language] = {k: str(v) for k, v in table.items()}
+    return out
 
 
 _TABLES = {"index", "server", "providers", "embedder", "answer", "social", "sites"}
@@ -53,4 +91,12 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
         index = index_options(raw.get("index", {}), f"{file} [index]")
     except OptionsError as exc:
         raise SettingsError(str(exc)) from None
-    return Settings(source=str(file), index=index, raw=raw)
+    limits, origins = _server(raw, file)
+    return Settings(
+        source=str(file),
+        index=index,
+        limits=limits,
+        cors_origins=origins,
+        social_templates=_social(raw, file),
+        raw=raw,
+    )

@@ -1,0 +1,139 @@
+"""The refusal gate: one score from the raw channel signals, one calibrated threshold.
+
+Rank fusion (RRF) decides the *order* of results but says nothing about whether the
+corpus covers the question at all: its scores depend only on ranks. So the gate reads
+the channels' raw signals instead:
+
+* ``lexical_strength``: the best unit's BM25+ score as a fraction of the most the
+  question's terms could score (each term's idf x (k1 + 1 + delta)). Terms the corpus
+  has never seen count at the highest idf, so an off-topic question scores low.
+* ``lexical_margin``: how far the best unit stands above the next four, relative to it.
+* ``dense_strength``: the best unit's cosine between the query and its sign bits.
+* ``dense_margin``: the best cosine minus the mean of the next five.
+
+A covered question has one clear winner; an uncovered one finds many equally weak
+passages — hence strength *and* margin. Each signal is placed on a corpus-relative
+scale by calibration (0 = typical of questions the corpus cannot answer, 1 = typical of
+questions it can), and the gate score is a fixed weighted mean of those positions. The
+threshold is the score that best separates the two calibration sets. Pure Python:
+the browser runs the lexical gate too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# Fixed weights (not fitted per corpus): strength matters more than margin, and in
+# hybrid mode the two channels count equally.
+WEIGHTS: dict[str, dict[str, float]] = {
+    "hybrid": {"dense_strength": 0.35, "dense_margin": 0.15, "lexical_strength": 0.35,
+               "lexical_margin": 0.15},
+    "lexical": {"lexical_strength": 0.7, "lexical_margin": 0.3},
+}
+_CLIP_LOW, _CLIP_HIGH = -1.0, 2.0
+
+
+@dataclass(frozen=True)
+class Signals:
+    lexical_strength: float = 0.0
+    lexical_margin: float = 0.0
+    dense_strength: float | None = None
+    dense_margin: float | None = None
+
+    def get(self, name: str) -> float:
+        value = getattr(self, name)
+        return 0.0 if value is None else float(value)
+
+
+def margin(scores: Sequence[float], rest: int) -> float:
+    """Best score minus the mean of the next ``rest`` (0 when there is only one)."""
+    if not scores:
+        return 0.0
+    others = scores[1 : 1 + rest]
+    return scores[0] - (sum(others) / len(others) if others else 0.0)
+
+
+def gate_score(signals: Signals, params: Mapping[str, Any]) -> float:
+    """Weighted mean of each signal's position between the calibrated anchors."""
+    total = 0.0
+    for name, weight in params["weights"].items():
+        anchor = params["anchors"][name]
+        low, high = float(anchor["uncovered"]), float(anchor["covered"])
+        span = high - low if high - low > 1e-9 else 1e-9
+        position = (signals.get(name) - low) / span
+        total += weight * min(max(position, _CLIP_LOW), _CLIP_HIGH)
+    return total
+
+
+def confidence(score: float, threshold: float) -> int:
+    """0-100: 50 at the threshold, about 75 for a typical covered question (score 1),
+    100 for one clearly stronger; 0 at the typical uncovered question (score 0)."""
+    if score < threshold:
+        value = 50.0 * max(score, 0.0) / threshold if threshold > 0 else 0.0
+    else:
+        top = max(1.0 - threshold, 0.25)
+        value = 50.0 + 25.0 * (score - threshold) / top
+    return int(round(min(max(value, 0.0), 100.0)))
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    if not n:
+        return 0.0
+    mid = n // 2
+    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+def best_threshold(covered: Sequence[float], uncovered: Sequence[float]) -> float:
+    """The cut that maximises balanced accuracy (Youden's J); midway between the two
+    neighbouring scores, and toward refusing on ties."""
+    points = sorted({*covered, *uncovered})
+    if not points:
+        return 0.5
+    candidates = [points[0] - 1e-6] + [
+        (a + b) / 2.0 for a, b in zip(points, points[1:], strict=False)
+    ] + [points[-1] + 1e-6]
+    best, best_j = 0.5, -2.0
+    for cut in candidates:
+        tpr = sum(s >= cut for s in covered) / max(len(covered), 1)
+        fpr = sum(s >= cut for s in uncovered) / max(len(uncovered), 1)
+        j = tpr - fpr
+        if j > best_j + 1e-12:
+            best, best_j = cut, j
+    return best
+
+
+def calibrate_mode(
+    mode: str, covered: Sequence[Signals], uncovered: Sequence[Signals]
+) -> dict[str, Any]:
+    """Anchors and threshold for one mode from signals of the two calibration sets."""
+    weights = WEIGHTS[mode]
+    anchors = {
+        name: {
+            "uncovered": _median([s.get(name) for s in uncovered]),
+            "covered": _median([s.get(name) for s in covered]),
+        }
+        for name in weights
+    }
+    params: dict[str, Any] = {"weights": dict(weights), "anchors": anchors}
+    threshold = best_threshold(
+        [gate_score(s, params) for s in covered], [gate_score(s, params) for s in uncovered]
+    )
+    params["threshold"] = threshold
+    params["samples"] = {"covered": len(covered), "uncovered": len(uncovered)}
+    return params
+
+
+def default_params(mode: str) -> dict[str, Any]:
+    """Uncalibrated fallback (a bundle written before calibration): fixed anchors."""
+    anchors = {
+        "lexical_strength": {"uncovered": 0.1, "covered": 0.5},
+        "lexical_margin": {"uncovered": 0.1, "covered": 0.5},
+        "dense_strength": {"uncovered": 0.15, "covered": 0.45},
+        "dense_margin": {"uncovered": 0.01, "covered": 0.08},
+    }
+    weights = WEIGHTS[mode]
+    return {"weights": dict(weights), "anchors": {n: anchors[n] for n in weights}, "threshold": 0.5}

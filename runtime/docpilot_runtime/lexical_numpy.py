@@ -1,0 +1,66 @@
+"""BM25+ over the same stored blocks as `lexical`, scored with numpy on the server.
+
+Same arithmetic in the same order as the pure-Python reference (per unit, terms are
+added in query order, each contribution computed identically in float64), so the two
+give the same scores and the same ranking; `tests/test_lexical.py` holds them to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .lexical import idf
+
+
+class NumpyLexical:
+    def __init__(self, block: Mapping[str, Any]) -> None:
+        params = block["params"]
+        self.k1 = float(params["k1"])
+        self.b = float(params["b"])
+        self.delta = float(params["delta"])
+        self.count = int(block["count"])
+        avg = float(block["avg_length"]) or 1.0
+        raw_terms = bytes(block["terms"])
+        terms = raw_terms.decode("utf-8").split("\n") if raw_terms else []
+        self.vocabulary = {term: i for i, term in enumerate(terms)}
+        self.offsets = np.frombuffer(block["offsets"], dtype="<u4").astype(np.int64)
+        dtype = "<u2" if block["doc_dtype"] == "u2" else "<u4"
+        gaps = np.frombuffer(block["docs"], dtype=dtype).astype(np.int64)
+        # Undo the gap encoding: a running sum that restarts at each term's list.
+        running = np.cumsum(gaps)
+        starts = self.offsets[:-1]
+        lengths_per_term = np.diff(self.offsets)
+        base = np.where(starts > 0, running[np.maximum(starts - 1, 0)], 0) if len(gaps) else starts
+        self.docs = running - np.repeat(base, lengths_per_term)
+        self.tfs = np.frombuffer(block["tfs"], dtype=np.uint8).astype(np.float64)
+        lengths = np.frombuffer(block["lengths"], dtype="<u4").astype(np.float64)
+        self.norms = self.k1 * (1.0 - self.b + self.b * lengths / avg)
+
+    def scores(self, terms: Sequence[str]) -> np.ndarray:
+        """BM25+ score of every unit (zeros where no term matches)."""
+        out = np.zeros(self.count, dtype=np.float64)
+        k1p1 = self.k1 + 1.0
+        for term in dict.fromkeys(terms):
+            i = self.vocabulary.get(term)
+            if i is None:
+                continue
+            start, end = int(self.offsets[i]), int(self.offsets[i + 1])
+            weight = idf(self.count, end - start)
+            docs = self.docs[start:end]
+            tf = self.tfs[start:end]
+            out[docs] += weight * ((tf * k1p1) / (tf + self.norms[docs]) + self.delta)
+        return out
+
+    def search(self, terms: Sequence[str], limit: int = 50) -> list[tuple[int, float]]:
+        """Top units as (unit index, score), best first; ties go to the earlier unit."""
+        scores = self.scores(terms)
+        hits = np.flatnonzero(scores)
+        if len(hits) > limit:
+            part = np.argpartition(-scores[hits], limit - 1)[:limit]
+            cutoff = scores[hits][part].min()
+            hits = hits[scores[hits] >= cutoff]  # keep ties at the edge, then sort
+        order = np.lexsort((hits, -scores[hits]))[:limit]
+        return [(int(hits[j]), float(scores[hits[j]])) for j in order]

@@ -1,0 +1,353 @@
+"""Stage 3: hybrid retrieval over one site's bundle, and the gate's verdict on it.
+
+Both channels always run: BM25+ over the units' text, title and breadcrumb, and a
+Hamming scan of the 1-bit vectors rescored with the float query. The two ranked lists
+are fused by Reciprocal Rank Fusion (k = 60: each list adds 1 / (k + rank) to every
+unit it names); the fused pool is then re-ranked (see RERANK). With no embedder, or one
+that fails, the dense list is empty and the gate switches to its lexical threshold.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .bundle import Bundle, Page, UnitRecord, load_bundle
+from .dense import DenseIndex
+from .embedders import Embedder, EmbedderError, EmbedderSpec, load_embedder
+from .gate import Signals, confidence, default_params, gate_score, margin
+from .lexical import idf, term_ceiling
+from .lexical_numpy import NumpyLexical
+from .settings import Settings
+from .tokenize import query_terms
+from .types import AskRequest, HistoryItem, PageRef
+
+log = logging.getLogger("docpilot.retrieval")
+
+RRF_K = 60
+# Channel weights in the fusion. Equal by default; benchmarks/bench_retrieval.py measures
+# the alternatives on the development set (README, "Retrieval").
+RRF_WEIGHTS = {"lexical": 1.0, "dense": 1.0}
+# How the fused pool is finally ordered: "fused" keeps the RRF order, "dense" re-ranks the
+# pool by dense cosine (seed 000), "blend" sorts by RRF score plus a dense bonus.
+RERANK: Literal["fused", "dense", "blend"] = "fused"
+CHANNEL_DEPTH = 50  # units each channel contributes to the fusion
+POOL = 30  # fused units kept for re-ranking and for the answer
+DENSE_CANDIDATES = 200  # Hamming candidates rescored with the float query
+ANSWER_UNITS = 4
+PAGE_UNITS = 2
+Mode = Literal["hybrid", "lexical"]
+
+
+@dataclass
+class Ranking:
+    """One query's retrieval: the final order and the raw signals behind it."""
+
+    order: list[int]
+    mode: Mode
+    signals: Signals
+    lexical: list[tuple[int, float]] = field(default_factory=list)
+    dense: list[tuple[int, float]] = field(default_factory=list)
+
+
+def rrf(lists: Sequence[tuple[float, Sequence[int]]], k: int = RRF_K) -> list[tuple[int, float]]:
+    """Reciprocal Rank Fusion of ranked lists given as (weight, ids best first)."""
+    scores: dict[int, float] = {}
+    for weight, ids in lists:
+        for rank, unit in enumerate(ids, start=1):
+            scores[unit] = scores.get(unit, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+class Searcher:
+    """Runs both channels over one bundle's indexes; shared by the runtime and the
+    build-time gate calibration."""
+
+    def __init__(self, lexical: NumpyLexical, dense: DenseIndex | None) -> None:
+        self.lexical = lexical
+        self.dense = dense
+
+    def lexical_signals(self, terms: Sequence[str], hits: list[tuple[int, float]]) -> tuple[float, float]:
+        ceiling = sum(
+            term_ceiling(idf(self.lexical.count, self._df(t))) for t in dict.fromkeys(terms)
+        )
+        if not hits or ceiling <= 0:
+            return 0.0, 0.0
+        scores = [s for _, s in hits]
+        strength = min(scores[0] / ceiling, 1.0)
+        return strength, margin(scores, 4) / scores[0]
+
+    def _df(self, term: str) -> int:
+        i = self.lexical.vocabulary.get(term)
+        return 0 if i is None else int(self.lexical.offsets[i + 1] - self.lexical.offsets[i])
+
+    def cosines(self, query: np.ndarray, rows: Sequence[int]) -> np.ndarray:
+        assert self.dense is not None
+        centred = (query - self.dense.center).astype(np.float32)
+        norm = float(np.linalg.norm(centred)) * float(np.sqrt(self.dense.dims)) or 1.0
+        signs = self.dense.unit_signs(np.asarray(rows, dtype=np.int64))
+        result: np.ndarray = signs @ centred / norm
+        return result
+
+    def search(self, text: str, query_vector: np.ndarray | None) -> Ranking:
+        terms = query_terms(text)
+        lexical = self.lexical.search(terms, CHANNEL_DEPTH)
+        lex_strength, lex_margin = self.lexical_signals(terms, lexical)
+        if self.dense is None or query_vector is None:
+            order = [unit for unit, _ in lexical[:POOL]]
+            signals = Signals(lexical_strength=lex_strength, lexical_margin=lex_margin)
+            return Ranking(order=order, mode="lexical", signals=signals, lexical=lexical)
+        rows, scores = self.dense.search(query_vector, DENSE_CANDIDATES)
+        dense = [(int(r), float(s)) for r, s in zip(rows[:CHANNEL_DEPTH], scores, strict=False)]
+        fused = rrf(
+            [
+                (RRF_WEIGHTS["lexical"], [u for u, _ in lexical]),
+                (RRF_WEIGHTS["dense"], [u for u, _ in dense]),
+            ]
+        )[:POOL]
+        order = [u for u, _ in fused]
+        if RERANK != "fused" and order:
+            cos = self.cosines(query_vector, order)
+            if RERANK == "dense":
+                keyed = sorted(zip(order, cos, strict=True), key=lambda p: (-p[1], p[0]))
+            else:
+                bonus = {u: float(c) for u, c in zip(order, cos, strict=True)}
+                keyed = sorted(
+                    ((u, s + bonus[u] / RRF_K) for u, s in fused), key=lambda p: (-p[1], p[0])
+                )
+            order = [u for u, _ in keyed]
+        dense_scores = [s for _, s in dense]
+        signals = Signals(
+            lexical_strength=lex_strength,
+            lexical_margin=lex_margin,
+            dense_strength=dense_scores[0] if dense_scores else 0.0,
+            dense_margin=margin(dense_scores, 5),
+        )
+        return Ranking(order=order, mode="hybrid", signals=signals, lexical=lexical, dense=dense)
+
+
+@dataclass
+class Retrieval:
+    """The gate's verdict on a turn, with what the rest of the turn needs."""
+
+    site: Site
+    ranking: Ranking
+    passed: bool
+    score: float
+    confidence: int
+    rescued: bool
+    page_first: list[int]
+
+    @property
+    def retriever(self) -> Mode:
+        return self.ranking.mode
+
+    def ordered(self) -> list[int]:
+        rest = [u for u in self.ranking.order if u not in self.page_first]
+        return [*self.page_first, *rest]
+
+    def ranked_ids(self) -> list[str]:
+        units = self.site.bundle.units
+        order = self.ordered()
+        seen = set(order)
+        # At least 10 where the corpus has them: top up from the lexical list.
+        for unit, _ in self.ranking.lexical:
+            if len(order) >= 10:
+                break
+            if unit not in seen:
+                order.append(unit)
+                seen.add(unit)
+        return [units[u].id for u in order]
+
+    def answer_units(self, limit: int = ANSWER_UNITS) -> list[UnitRecord]:
+        units = self.site.bundle.units
+        return [units[u] for u in self.ordered()[:limit]]
+
+    def closest_pages(self, limit: int = 5) -> list[Page]:
+        pages: list[Page] = []
+        seen: set[int] = set()
+        for unit in self.ordered():
+            page_index = self.site.bundle.units[unit].page
+            if page_index not in seen:
+                seen.add(page_index)
+                pages.append(self.site.bundle.pages[page_index])
+            if len(pages) >= limit:
+                break
+        return pages
+
+    def progress(self) -> str:
+        if not self.passed:
+            return "No section of the documentation covers this closely"
+        found = len(self.answer_units())
+        return f"Found {found} result{'s' if found != 1 else ''}"
+
+
+def _composed_question(history: Sequence[HistoryItem], question: str) -> str | None:
+    """The follow-up composed with the last *answered* question (and the one before it
+    when that turn was itself rescued by this channel); refused turns never anchor it."""
+    answered = [h for h in history if h.kind in ("answer", "passages")]
+    if not answered:
+        return None
+    last = answered[-1]
+    parts = [last.question]
+    if last.rescued and len(answered) > 1:
+        parts.insert(0, answered[-2].question)
+    return " ".join([*parts, question])
+
+
+@dataclass
+class Site:
+    """One bundle, loaded once, with its indexes and its query embedder."""
+
+    prefix: str
+    bundle: Bundle
+    searcher: Searcher
+    embedder: Embedder | None
+    gate: dict[str, Any]
+    page_units: dict[str, list[int]]
+    embedder_error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.bundle.site_name
+
+    @property
+    def mode(self) -> Mode:
+        return "hybrid" if self.embedder is not None and self.searcher.dense is not None else "lexical"
+
+    def describe(self) -> dict[str, Any]:
+        embedder = self.bundle.embedder
+        return {
+            "prefix": self.prefix,
+            "bundle_version": self.bundle.data.get("version"),
+            "bundle_hash": self.bundle.hash,
+            "units": len(self.bundle.units),
+            "pages": len(self.bundle.pages),
+            "embedder": None if embedder is None else {
+                "name": embedder["name"], "model": embedder.get("model"), "dims": embedder["dims"]
+            },
+            "mode": self.mode,
+            "retriever": self.mode,
+            "threshold": self.gate_params(self.mode)["threshold"],
+        }
+
+    def gate_params(self, mode: Mode) -> dict[str, Any]:
+        params = self.gate.get(mode)
+        return params if isinstance(params, dict) else default_params(mode)
+
+    def embed_query(self, text: str) -> np.ndarray | None:
+        if self.embedder is None or self.searcher.dense is None:
+            return None
+        try:
+            return np.asarray(self.embedder.embed_query(text), dtype=np.float32)
+        except (EmbedderError, OSError, ValueError) as exc:
+            log.warning("query embedder failed (%s); answering in lexical mode", exc.__class__.__name__)
+            return None
+
+    def search(self, text: str) -> Ranking:
+        return self.searcher.search(text, self.embed_query(text))
+
+    def judge(self, ranking: Ranking) -> tuple[bool, float, int]:
+        params = self.gate_params(ranking.mode)
+        score = gate_score(ranking.signals, params)
+        threshold = float(params["threshold"])
+        return score >= threshold, score, confidence(score, threshold)
+
+    def retrieve(self, request: AskRequest) -> Retrieval:
+        ranking = self.search(request.question)
+        passed, score, conf = self.judge(ranking)
+        rescued = False
+        composed = _composed_question(request.history, request.question)
+        if composed is not None:
+            composed_ranking = self.search(composed)
+            c_passed, c_score, c_conf = self.judge(composed_ranking)
+            if c_passed and not passed:
+                ranking, passed, score, conf, rescued = composed_ranking, True, c_score, c_conf, True
+        page_first = self._page_first(request.page, ranking) if request.page else []
+        return Retrieval(
+            site=self, ranking=ranking, passed=passed, score=score, confidence=conf,
+            rescued=rescued, page_first=page_first,
+        )
+
+    def _page_first(self, page: str, ranking: Ranking) -> list[int]:
+        """The reader's current page's two closest units, placed first whatever their
+        score; they do not count toward confidence (computed before this)."""
+        path = page.split("#", 1)[0].split("?", 1)[0]
+        if self.prefix != "/" and path.startswith(self.prefix):
+            path = "/" + path[len(self.prefix):]
+        candidates = self.page_units.get(path) or self.page_units.get(path.rstrip("/") + "/")
+        if not candidates:
+            return []
+        rank = {u: i for i, u in enumerate(ranking.order)}
+        lexical_rank = {u: i for i, (u, _) in enumerate(ranking.lexical)}
+        best = sorted(
+            candidates,
+            key=lambda u: (rank.get(u, len(rank)), lexical_rank.get(u, len(lexical_rank)), u),
+        )
+        return best[:PAGE_UNITS]
+
+    def refusal_markdown(self, closest: list[PageRef]) -> str:
+        lines = [
+            f"The {self.name} documentation does not seem to cover this, so I won't guess.",
+        ]
+        if closest:
+            lines.append("")
+            lines.append("These pages are the closest matches:")
+            lines.append("")
+            lines.extend(f"- [{p.title or p.url}]({p.url})" for p in closest)
+        return "\n".join(lines)
+
+
+def query_embedder(bundle: Bundle, settings: Settings) -> tuple[Embedder | None, str | None]:
+    """The embedder that matches the bundle's, or None (lexical mode) with the reason."""
+    info = bundle.embedder
+    if info is None:
+        return None, "the bundle has no embedder (embedder: none)"
+    hosted = settings.raw.get("embedder", {})
+    spec = EmbedderSpec(
+        name=str(info["name"]),
+        model=str(info.get("model") or ""),
+        dims=int(info["dims"]),
+        base_url=str(hosted.get("base_url", "")) if info["name"] == "openai" else "",
+        api_key_env=str(hosted.get("api_key_env", "")) if info["name"] == "openai" else "",
+        timeout=float(hosted.get("timeout", 10.0)),
+    )
+    try:
+        return load_embedder(spec), None
+    except EmbedderError as exc:
+        log.warning("%s: query embedder unavailable (%s); lexical mode", bundle.path, exc)
+        return None, str(exc)
+
+
+def load_site(site_dir: Path, prefix: str, settings: Settings) -> Site:
+    """Load and check one site's bundle and build its indexes (vectors stay in place)."""
+    bundle = load_bundle(site_dir)
+    lexical = NumpyLexical(bundle.data["lexical"])
+    dense = None
+    vectors = bundle.data.get("vectors")
+    embedder_info = bundle.embedder
+    if vectors is not None and embedder_info is not None:
+        dims = int(vectors["dims"])
+        raw_center = embedder_info.get("center")
+        center = (
+            np.frombuffer(raw_center, dtype="<f4") if raw_center else np.zeros(dims, np.float32)
+        )
+        dense = DenseIndex.from_bytes(vectors["bits"], int(vectors["count"]), dims, center)
+    embedder, error = query_embedder(bundle, settings) if dense is not None else (None, None)
+    page_units: dict[str, list[int]] = {}
+    for i, unit in enumerate(bundle.units):
+        page_units.setdefault(bundle.pages[unit.page].url, []).append(i)
+    return Site(
+        prefix=prefix,
+        bundle=bundle,
+        searcher=Searcher(lexical, dense),
+        embedder=embedder,
+        gate=bundle.gate,
+        page_units=page_units,
+        embedder_error=error,
+    )

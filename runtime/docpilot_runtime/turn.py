@@ -1,0 +1,147 @@
+"""One turn: the stages a question passes, in order, each able to end it.
+
+1. credential check (no retrieval, no model, nothing logged),
+2. social openers (a template, no retrieval),
+3. hybrid retrieval and the refusal gate (below the threshold: a refusal with the
+   closest pages, no model call),
+4-6. (with a provider) the primed model call, tools and validation; with none, the
+   turn settles as `passages`: the best excerpts, each cited.
+
+`Runtime` holds the loaded sites (one bundle each) and answers `AskRequest`s; the HTTP
+app, the CLI and the tests all go through `Runtime.ask`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .bundle import BUNDLE_DIR, BUNDLE_NAME
+from .credentials import credential_reply, find_credential
+from .passages import passages_markdown
+from .retrieval import Site, load_site
+from .settings import Settings
+from .social import match_social
+from .types import AskRequest, Citation, PageRef, Result
+
+
+@dataclass(frozen=True)
+class Event:
+    """A server-sent event: `progress`, `delta`, `answer` or `error`."""
+
+    name: str
+    data: dict[str, Any]
+
+
+EventSink = Callable[[Event], Awaitable[None]]
+
+
+async def _ignore(_event: Event) -> None:
+    return None
+
+
+def new_turn_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass
+class Runtime:
+    """Every site this runtime answers for, picked per request by the page path."""
+
+    sites: list[Site]
+    settings: Settings = field(default_factory=Settings)
+
+    def site_for(self, page: str | None) -> Site:
+        """The site whose mount prefix is the longest one the page path starts with."""
+        if page:
+            path = page.split("#", 1)[0].split("?", 1)[0]
+            matches = [s for s in self.sites if path.startswith(s.prefix)]
+            if matches:
+                return max(matches, key=lambda s: len(s.prefix))
+        return min(self.sites, key=lambda s: len(s.prefix))
+
+    def health(self) -> dict[str, Any]:
+        root = self.site_for(None)
+        return {
+            "status": "ok",
+            **root.describe(),
+            "sites": [s.describe() for s in self.sites],
+        }
+
+    async def ask(self, request: AskRequest, emit: EventSink | None = None) -> Result:
+        """Run one turn; progress goes to ``emit``; the returned Result is authoritative."""
+        emit = emit or _ignore
+        site = self.site_for(request.page)
+        turn_id = new_turn_id()
+        base = {"turn_id": turn_id, "bundle_hash": site.bundle.hash}
+
+        # 1. A pasted credential ends the turn before anything else sees the text.
+        found = find_credential(request.question)
+        if found is None and request.quote:
+            found = find_credential(request.quote)
+        if found is not None:
+            return Result(
+                kind="credential",
+                markdown=credential_reply(found),
+                credential_kind=found.kind,
+                **base,
+            )
+
+        # 2. Social openers: a template, no retrieval.
+        social = match_social(request.question, site.name, self.settings.social_templates)
+        if social is not None:
+            return Result(kind="social", markdown=social.markdown, **base)
+
+        # 3. Retrieval and the gate.
+        retrieval = site.retrieve(request)
+        await emit(Event("progress", {"stage": "retrieval", "message": retrieval.progress()}))
+        common = {
+            **base,
+            "confidence": retrieval.confidence,
+            "retriever": retrieval.retriever,
+            "rescued": retrieval.rescued,
+            "ranked": retrieval.ranked_ids(),
+        }
+        if not retrieval.passed:
+            closest = [PageRef(url=p.url, title=p.title) for p in retrieval.closest_pages()]
+            return Result(
+                kind="refusal",
+                markdown=site.refusal_markdown(closest),
+                closest=closest,
+                **common,
+            )
+
+        # Above the gate with no model: the best excerpts, each cited.
+        units = retrieval.answer_units()
+        citations = [
+            Citation(n=i + 1, id=u.id, url=u.url, title=u.title) for i, u in enumerate(units)
+        ]
+        return Result(
+            kind="passages",
+            markdown=passages_markdown(request.question, units),
+            citations=citations,
+            **common,
+        )
+
+
+def find_bundles(site_dir: Path) -> list[tuple[str, Path]]:
+    """The site's own bundle plus any in sub-sites (versions, languages built as separate
+    sites and deployed under a prefix), as (URL prefix, site dir)."""
+    found = []
+    for bundle in sorted(site_dir.rglob(f"{BUNDLE_DIR}/{BUNDLE_NAME}")):
+        sub = bundle.parent.parent
+        rel = sub.relative_to(site_dir).as_posix()
+        found.append(("/" if rel == "." else f"/{rel}/", sub))
+    return found
+
+
+def load_runtime(site_dir: str | Path, settings: Settings | None = None) -> Runtime:
+    """Load every bundle under ``site_dir`` once; raises BundleError with the file named."""
+    settings = settings or Settings()
+    root = Path(site_dir)
+    bundles = find_bundles(root) or [("/", root)]  # no bundle: let load_site name the file
+    sites = [load_site(path, prefix, settings) for prefix, path in bundles]
+    return Runtime(sites=sites, settings=settings)

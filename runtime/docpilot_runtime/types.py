@@ -1,0 +1,156 @@
+"""The shapes that cross the runtime's edges, named once: requests, results, events.
+
+Pure Python (dataclasses only), shared by the server, the CLI and the browser core.
+The result object is the contract in DESIGN.md: `docpilot ask --json`, the JSON body of
+`POST /api/ask` and the SSE `answer` event all carry exactly `Result.to_dict()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Kind = Literal["answer", "refusal", "passages", "social", "credential"]
+HISTORY_KINDS = ("answer", "refusal", "passages", "social", "credential")
+
+
+@dataclass(frozen=True)
+class Citation:
+    n: int
+    id: str
+    url: str  # "" for a site tool's reply: it has no page
+    title: str
+
+
+@dataclass(frozen=True)
+class PageRef:
+    url: str
+    title: str
+
+
+@dataclass
+class Result:
+    turn_id: str
+    kind: Kind
+    markdown: str
+    bundle_hash: str
+    citations: list[Citation] = field(default_factory=list)
+    closest: list[PageRef] = field(default_factory=list)
+    tentative: bool = False
+    confidence: int | None = None
+    model_confidence: int | None = None
+    retriever: Literal["hybrid", "lexical"] | None = None
+    rescued: bool = False
+    ranked: list[str] = field(default_factory=list)
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = ""
+    credential_kind: str | None = None
+    usage: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    """What the client kept of an earlier turn; the server validates and clamps it."""
+
+    question: str
+    kind: str
+    markdown: str = ""
+    summary: str | None = None
+    rescued: bool = False
+    quote: str | None = None
+
+
+@dataclass(frozen=True)
+class AskRequest:
+    question: str
+    history: tuple[HistoryItem, ...] = ()
+    page: str | None = None
+    quote: str | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_question_chars: int = 2000
+    max_body_bytes: int = 65536
+    max_history_items: int = 20
+    max_history_chars: int = 20000  # per item's markdown; clamped further by memory rules
+    max_quote_chars: int = 2000
+
+
+class RequestError(ValueError):
+    """A request the runtime refuses, naming the field and, where one applies, the limit."""
+
+    def __init__(self, field: str, message: str, limit: int | None = None) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+        self.limit = limit
+
+    def to_dict(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"field": self.field, "message": self.message}
+        if self.limit is not None:
+            error["limit"] = self.limit
+        return {"error": error}
+
+
+def _string(body: dict[str, Any], key: str, where: str, limit: int, required: bool) -> str | None:
+    value = body.get(key)
+    if value is None:
+        if required:
+            raise RequestError(where + key, "is required")
+        return None
+    if not isinstance(value, str):
+        raise RequestError(where + key, f"must be a string, got {type(value).__name__}")
+    if len(value) > limit:
+        raise RequestError(where + key, f"is {len(value)} characters, over the limit", limit)
+    return value
+
+
+def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
+    """Check a decoded JSON body (or a `docpilot ask` JSON line) into an AskRequest."""
+    if not isinstance(body, dict):
+        raise RequestError("body", "must be a JSON object")
+    unknown = set(body) - {"question", "history", "page", "quote"}
+    if unknown:
+        raise RequestError(sorted(unknown)[0], "is not a known field")
+    question = _string(body, "question", "", limits.max_question_chars, required=True)
+    assert question is not None
+    if not question.strip():
+        raise RequestError("question", "is empty")
+    page = _string(body, "page", "", 2048, required=False)
+    quote = _string(body, "quote", "", limits.max_quote_chars, required=False)
+    raw_history = body.get("history") or []
+    if not isinstance(raw_history, list):
+        raise RequestError("history", f"must be a list, got {type(raw_history).__name__}")
+    if len(raw_history) > limits.max_history_items:
+        raise RequestError(
+            "history", f"has {len(raw_history)} items, over the limit", limits.max_history_items
+        )
+    history = []
+    for i, item in enumerate(raw_history):
+        where = f"history[{i}]."
+        if not isinstance(item, dict):
+            raise RequestError(f"history[{i}]", "must be an object")
+        extra = set(item) - {"question", "kind", "markdown", "summary", "rescued", "quote"}
+        if extra:
+            raise RequestError(where + sorted(extra)[0], "is not a known field")
+        kind = _string(item, "kind", where, 20, required=True)
+        if kind not in HISTORY_KINDS:
+            raise RequestError(where + "kind", f"must be one of {', '.join(HISTORY_KINDS)}")
+        rescued = item.get("rescued", False)
+        if not isinstance(rescued, bool):
+            raise RequestError(where + "rescued", "must be true or false")
+        history.append(
+            HistoryItem(
+                question=_string(item, "question", where, limits.max_question_chars, True) or "",
+                kind=kind,
+                markdown=_string(item, "markdown", where, limits.max_history_chars, False) or "",
+                summary=_string(item, "summary", where, 2000, False),
+                rescued=rescued,
+                quote=_string(item, "quote", where, limits.max_quote_chars, False),
+            )
+        )
+    return AskRequest(question=question, history=tuple(history), page=page, quote=quote)
