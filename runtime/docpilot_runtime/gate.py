@@ -15,8 +15,8 @@ A covered question has one clear winner; an uncovered one finds many equally wea
 passages — hence strength *and* margin. Each signal is placed on a corpus-relative
 scale by calibration (0 = typical of questions the corpus cannot answer, 1 = typical of
 questions it can), and the gate score is a fixed weighted mean of those positions. The
-threshold is the score that best separates the two calibration sets. Pure Python:
-the browser runs the lexical gate too.
+threshold is the score that 90 % of everyday off-topic questions stay below (see
+``calibrate_mode``). Pure Python: the browser runs the lexical gate too.
 """
 
 from __future__ import annotations
@@ -28,11 +28,17 @@ from typing import Any
 # Fixed weights (not fitted per corpus): strength matters more than margin, and in
 # hybrid mode the two channels count equally.
 WEIGHTS: dict[str, dict[str, float]] = {
-    "hybrid": {"dense_strength": 0.35, "dense_margin": 0.15, "lexical_strength": 0.35,
-               "lexical_margin": 0.15},
+    "hybrid": {
+        "dense_strength": 0.35,
+        "dense_margin": 0.15,
+        "lexical_strength": 0.35,
+        "lexical_margin": 0.15,
+    },
     "lexical": {"lexical_strength": 0.7, "lexical_margin": 0.3},
 }
 _CLIP_LOW, _CLIP_HIGH = -1.0, 2.0
+OFF_TOPIC_QUANTILE = 0.9
+THRESHOLD_RANGE = (0.1, 0.75)
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ def confidence(score: float, threshold: float) -> int:
     else:
         top = max(1.0 - threshold, 0.25)
         value = 50.0 + 25.0 * (score - threshold) / top
-    return int(round(min(max(value, 0.0), 100.0)))
+    return round(min(max(value, 0.0), 100.0))
 
 
 def _median(values: Sequence[float]) -> float:
@@ -87,29 +93,33 @@ def _median(values: Sequence[float]) -> float:
     return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
-def best_threshold(covered: Sequence[float], uncovered: Sequence[float]) -> float:
-    """The cut that maximises balanced accuracy (Youden's J); midway between the two
-    neighbouring scores, and toward refusing on ties."""
-    points = sorted({*covered, *uncovered})
-    if not points:
-        return 0.5
-    candidates = [points[0] - 1e-6] + [
-        (a + b) / 2.0 for a, b in zip(points, points[1:], strict=False)
-    ] + [points[-1] + 1e-6]
-    best, best_j = 0.5, -2.0
-    for cut in candidates:
-        tpr = sum(s >= cut for s in covered) / max(len(covered), 1)
-        fpr = sum(s >= cut for s in uncovered) / max(len(uncovered), 1)
-        j = tpr - fpr
-        if j > best_j + 1e-12:
-            best, best_j = cut, j
-    return best
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile, as numpy's default (pure Python for the browser)."""
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    pos = (len(ordered) - 1) * q
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
 def calibrate_mode(
-    mode: str, covered: Sequence[Signals], uncovered: Sequence[Signals]
+    mode: str,
+    covered: Sequence[Signals],
+    uncovered: Sequence[Signals],
+    off_topic: Sequence[Signals],
 ) -> dict[str, Any]:
-    """Anchors and threshold for one mode from signals of the two calibration sets."""
+    """Anchors and threshold for one mode.
+
+    Anchors: each signal's median over the covered probes and over the uncovered ones.
+    Threshold: the score that ``OFF_TOPIC_QUANTILE`` of the everyday off-topic questions
+    stay below. A threshold fitted between covered and uncovered *probes* would sit too
+    high, because probes made from a unit's own words are easier than real questions;
+    and a false refusal costs the reader the whole answer, while a false pass still has
+    the model and the citation check behind it. So the gate is anchored on what is
+    certainly not covered, and clamped to a sane range for tiny or odd corpora.
+    """
     weights = WEIGHTS[mode]
     anchors = {
         name: {
@@ -119,11 +129,11 @@ def calibrate_mode(
         for name in weights
     }
     params: dict[str, Any] = {"weights": dict(weights), "anchors": anchors}
-    threshold = best_threshold(
-        [gate_score(s, params) for s in covered], [gate_score(s, params) for s in uncovered]
-    )
-    params["threshold"] = threshold
-    params["samples"] = {"covered": len(covered), "uncovered": len(uncovered)}
+    cut = quantile([gate_score(s, params) for s in off_topic], OFF_TOPIC_QUANTILE)
+    params["threshold"] = min(max(cut, THRESHOLD_RANGE[0]), THRESHOLD_RANGE[1])
+    params["samples"] = {
+        "covered": len(covered), "uncovered": len(uncovered), "off_topic": len(off_topic)
+    }
     return params
 
 

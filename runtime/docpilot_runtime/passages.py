@@ -50,9 +50,9 @@ def excerpt(question: str, text: str) -> str:
     original order), plus its first code block when the code shares terms too."""
     terms = set(query_terms(question))
     sentences, code = _prose_and_code(text)
-    scored = sorted(
-        range(len(sentences)), key=lambda i: (-_overlap(terms, sentences[i]), i)
-    )[:MAX_SENTENCES]
+    scored = sorted(range(len(sentences)), key=lambda i: (-_overlap(terms, sentences[i]), i))[
+        :MAX_SENTENCES
+    ]
     chosen = [sentences[i][:MAX_SENTENCE_CHARS] for i in sorted(scored)]
     parts = [" ".join(chosen)] if chosen else []
     if code and (not chosen or _overlap(terms, code[0]) > 0):

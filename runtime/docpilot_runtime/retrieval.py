@@ -34,8 +34,11 @@ RRF_K = 60
 # the alternatives on the development set (README, "Retrieval").
 RRF_WEIGHTS = {"lexical": 1.0, "dense": 1.0}
 # How the fused pool is finally ordered: "fused" keeps the RRF order, "dense" re-ranks the
-# pool by dense cosine (seed 000), "blend" sorts by RRF score plus a dense bonus.
-RERANK: Literal["fused", "dense", "blend"] = "fused"
+# pool by dense cosine (seed 000), "blend" sorts by RRF score plus cosine / k (a dense
+# vote worth at most one first-place RRF vote). On the development set blend won
+# (page R@1 0.64 / R@5 0.89 against fused 0.61 / 0.88 and dense 0.56 / 0.86);
+# benchmarks/bench_retrieval.py re-measures it.
+RERANK: Literal["fused", "dense", "blend"] = "blend"
 CHANNEL_DEPTH = 50  # units each channel contributes to the fusion
 POOL = 30  # fused units kept for re-ranking and for the answer
 DENSE_CANDIDATES = 200  # Hamming candidates rescored with the float query
@@ -72,7 +75,9 @@ class Searcher:
         self.lexical = lexical
         self.dense = dense
 
-    def lexical_signals(self, terms: Sequence[str], hits: list[tuple[int, float]]) -> tuple[float, float]:
+    def lexical_signals(
+        self, terms: Sequence[str], hits: list[tuple[int, float]]
+    ) -> tuple[float, float]:
         ceiling = sum(
             term_ceiling(idf(self.lexical.count, self._df(t))) for t in dict.fromkeys(terms)
         )
@@ -218,7 +223,9 @@ class Site:
 
     @property
     def mode(self) -> Mode:
-        return "hybrid" if self.embedder is not None and self.searcher.dense is not None else "lexical"
+        return (
+            "hybrid" if self.embedder is not None and self.searcher.dense is not None else "lexical"
+        )
 
     def describe(self) -> dict[str, Any]:
         embedder = self.bundle.embedder
@@ -228,8 +235,12 @@ class Site:
             "bundle_hash": self.bundle.hash,
             "units": len(self.bundle.units),
             "pages": len(self.bundle.pages),
-            "embedder": None if embedder is None else {
-                "name": embedder["name"], "model": embedder.get("model"), "dims": embedder["dims"]
+            "embedder": None
+            if embedder is None
+            else {
+                "name": embedder["name"],
+                "model": embedder.get("model"),
+                "dims": embedder["dims"],
             },
             "mode": self.mode,
             "retriever": self.mode,
@@ -246,7 +257,9 @@ class Site:
         try:
             return np.asarray(self.embedder.embed_query(text), dtype=np.float32)
         except (EmbedderError, OSError, ValueError) as exc:
-            log.warning("query embedder failed (%s); answering in lexical mode", exc.__class__.__name__)
+            log.warning(
+                "query embedder failed (%s); answering in lexical mode", exc.__class__.__name__
+            )
             return None
 
     def search(self, text: str) -> Ranking:
@@ -267,11 +280,22 @@ class Site:
             composed_ranking = self.search(composed)
             c_passed, c_score, c_conf = self.judge(composed_ranking)
             if c_passed and not passed:
-                ranking, passed, score, conf, rescued = composed_ranking, True, c_score, c_conf, True
+                ranking, passed, score, conf, rescued = (
+                    composed_ranking,
+                    True,
+                    c_score,
+                    c_conf,
+                    True,
+                )
         page_first = self._page_first(request.page, ranking) if request.page else []
         return Retrieval(
-            site=self, ranking=ranking, passed=passed, score=score, confidence=conf,
-            rescued=rescued, page_first=page_first,
+            site=self,
+            ranking=ranking,
+            passed=passed,
+            score=score,
+            confidence=conf,
+            rescued=rescued,
+            page_first=page_first,
         )
 
     def _page_first(self, page: str, ranking: Ranking) -> list[int]:
@@ -279,7 +303,7 @@ class Site:
         score; they do not count toward confidence (computed before this)."""
         path = page.split("#", 1)[0].split("?", 1)[0]
         if self.prefix != "/" and path.startswith(self.prefix):
-            path = "/" + path[len(self.prefix):]
+            path = "/" + path[len(self.prefix) :]
         candidates = self.page_units.get(path) or self.page_units.get(path.rstrip("/") + "/")
         if not candidates:
             return []

@@ -20,10 +20,11 @@ import numpy as np
 
 from .. import __version__
 from ..bundle import BUNDLE_DIR, FORMAT, VERSION, bundle_path, encode_bundle, write_atomic
-from ..dense import LAYOUT, pack_vectors, sign_bits
+from ..dense import LAYOUT, DenseIndex, pack_vectors, sign_bits
 from ..embedders import Embedder, EmbedderError, load_embedder
 from ..lexical import LexicalDoc, build_lexical
 from .cache import EmbeddingCache, cache_key
+from .calibrate import calibrate_gate
 from .html_sections import PageError, parse_page
 from .options import IndexOptions
 from .units import Unit, page_units
@@ -56,11 +57,12 @@ class BuildReport:
     units: int
     bundle_bytes: int
     embed_calls: int  # calls into the embedder (batches)
-    embedded: int  # texts embedded (cache misses)
-    cached: int  # texts served from the cache
+    embedded: int  # unit texts embedded (cache misses)
+    cached: int  # unit texts served from the cache
     seconds: float
     index_seconds: float  # the indexing step alone: parsing, embedding, BM25
     warnings: list[str] = field(default_factory=list)
+    probes_embedded: int = 0  # gate calibration queries embedded (cache misses)
 
     def summary(self) -> str:
         return (
@@ -154,7 +156,6 @@ def index_site(
     pages: Sequence[PageSource] | None = None,
     embedder: Embedder | None = None,
     warn: Callable[[str], None] | None = None,
-    calibrate: Callable[..., dict[str, Any]] | None = None,
 ) -> BuildReport:
     """Index a built site and write its bundle. Raises BuildError, writing nothing.
 
@@ -216,7 +217,8 @@ def index_site(
             raise BuildError(f"embedder setting: {exc}") from exc
     embedder_row: dict[str, Any] | None = None
     vectors_row: dict[str, Any] | None = None
-    vectors: np.ndarray | None = None
+    dense: DenseIndex | None = None
+    cache: EmbeddingCache | None = None
     if embedder is not None:
         cache_path = Path(options.cache_dir) / f"embeddings-{embedder.name}-{embedder.dims}.msgpack"
         cache = EmbeddingCache(cache_path, embedder.dims, _warn)
@@ -235,17 +237,22 @@ def index_site(
             "dims": embedder.dims,
             "center": center.tobytes() if center is not None else None,
         }
-        vectors_row = {
-            "layout": LAYOUT,
-            "dims": embedder.dims,
-            "count": len(units),
-            "bits": pack_vectors(bits),
-        }
+        packed = pack_vectors(bits)
+        vectors_row = {"layout": LAYOUT, "dims": embedder.dims, "count": len(units), "bits": packed}
+        no_center = np.zeros(embedder.dims, np.float32)
+        dense = DenseIndex.from_bytes(
+            packed, len(units), embedder.dims, center if center is not None else no_center
+        )
+    lexical = build_lexical([LexicalDoc(u.title, " ".join(u.breadcrumb), u.text) for u in units])
+    try:
+        gate, report.probes_embedded = calibrate_gate(units, lexical, dense, embedder, cache)
+    except EmbedderError as exc:
+        raise BuildError(f"embedder failed during gate calibration: {exc}") from exc
+    if cache is not None:
         try:
             cache.save()
         except OSError as exc:
-            _warn(f"embedding cache {cache_path} not saved ({exc.strerror}); next build re-embeds")
-    lexical = build_lexical([LexicalDoc(u.title, " ".join(u.breadcrumb), u.text) for u in units])
+            _warn(f"embedding cache {cache.path} not saved ({exc.strerror}); next build re-embeds")
     report.index_seconds = time.perf_counter() - started
     data: dict[str, Any] = {
         "format": FORMAT,
@@ -267,9 +274,7 @@ def index_site(
             for u in units
         ],
         "lexical": lexical,
-        "gate": calibrate(units=units, lexical=lexical, vectors=vectors, embedder=embedder)
-        if calibrate
-        else {},
+        "gate": gate,
         "tools": [dict(t) for t in options.tools],
         "actions": [dict(a) for a in options.actions],
     }

@@ -1,0 +1,148 @@
+"""Calibrate the refusal gate for this corpus, at build time.
+
+Two probe sets are run through the same retrieval the runtime uses:
+
+* **covered**: for up to 160 units (picked by a hash of their id, so the pick is
+  stable across builds and edits), a keyword question made from the unit's own
+  vocabulary: three mid-frequency words of its text, with the heading in front for
+  every other probe. These are questions the corpus can answer.
+* **uncovered**: the fixed off-topic questions in ``probes`` (everyday subjects, nine
+  languages) and 40 word salads: five mid-frequency words drawn from five different
+  units, which match many sections weakly and none well — the shape of a question the
+  corpus cannot answer.
+
+For each mode (hybrid, lexical) the gate keeps the median of every signal on each
+side as its anchors, and as its threshold the score that 90 % of the off-topic
+questions stay below (``gate.calibrate_mode`` says why). Probe queries are embedded through the same
+content-hash cache as the units, so an unchanged rebuild embeds nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..dense import DenseIndex
+from ..embedders import Embedder
+from ..gate import Signals, calibrate_mode
+from ..lexical_numpy import NumpyLexical
+from ..retrieval import Searcher
+from ..tokenize import tokenize
+from .cache import EmbeddingCache, cache_key
+from .probes import OFF_TOPIC
+from .units import Unit
+
+COVERED_PROBES = 160
+SALADS = 40
+METHOD = "median anchors (unit-keyword vs off-topic and word-salad probes); threshold = p90 off-topic"
+
+
+def _stable_order(units: Sequence[Unit]) -> list[int]:
+    return sorted(range(len(units)), key=lambda i: hashlib.sha256(units[i].id.encode()).digest())
+
+
+def _rng(seed: str) -> random.Random:
+    return random.Random(int.from_bytes(hashlib.sha256(seed.encode()).digest()[:8], "big"))
+
+
+def _mid_words(text: str, lexical: NumpyLexical) -> list[str]:
+    """Distinct words of ``text`` that are neither rare nor everywhere in the corpus."""
+    high = max(2, int(0.1 * lexical.count))
+    words = []
+    for token in dict.fromkeys(tokenize(text)):
+        i = lexical.vocabulary.get(token)
+        if i is None or len(token) < 3 or not any(c.isalpha() for c in token):
+            continue
+        df = int(lexical.offsets[i + 1] - lexical.offsets[i])
+        if 2 <= df <= high:
+            words.append(token)
+    return words
+
+
+def covered_probes(units: Sequence[Unit], lexical: NumpyLexical) -> list[str]:
+    probes = []
+    for i in _stable_order(units):
+        unit = units[i]
+        words = _mid_words(unit.text, lexical)
+        if len(words) < 3:
+            continue
+        picked = _rng(unit.id).sample(words, 3)
+        title = unit.title if len(probes) % 2 == 0 else ""
+        probes.append(" ".join(p for p in (title, *picked) if p))
+        if len(probes) >= COVERED_PROBES:
+            break
+    return probes
+
+
+def salad_probes(units: Sequence[Unit], lexical: NumpyLexical) -> list[str]:
+    if len(units) < 5:
+        return []
+    rng = _rng(f"salad:{len(units)}")
+    order = _stable_order(units)
+    salads = []
+    for n in range(SALADS):
+        picks = rng.sample(order, 5)
+        words = []
+        for i in picks:
+            candidates = _mid_words(units[i].text, lexical)
+            if candidates:
+                words.append(_rng(f"{n}:{units[i].id}").choice(candidates))
+        if len(words) >= 3:
+            salads.append(" ".join(words))
+    return salads
+
+
+def _query_vectors(
+    texts: Sequence[str], embedder: Embedder, cache: EmbeddingCache
+) -> tuple[list[np.ndarray], int]:
+    vectors = []
+    embedded = 0
+    for text in texts:
+        key = cache_key(f"{embedder.name}/{embedder.model}/query", embedder.dims, text)
+        hit = cache.get(key)
+        if hit is None:
+            hit = np.asarray(embedder.embed_query(text), dtype=np.float32)
+            cache.put(key, hit)
+            embedded += 1
+        vectors.append(hit)
+    return vectors, embedded
+
+
+def calibrate_gate(
+    units: Sequence[Unit],
+    lexical_block: dict[str, Any],
+    dense: DenseIndex | None,
+    embedder: Embedder | None,
+    cache: EmbeddingCache | None,
+) -> tuple[dict[str, Any], int]:
+    """The bundle's ``gate`` map, and how many probe queries had to be embedded."""
+    lexical = NumpyLexical(lexical_block)
+    covered = covered_probes(units, lexical)
+    salads = salad_probes(units, lexical)
+    uncovered = [*OFF_TOPIC, *salads]
+    gate: dict[str, Any] = {"method": METHOD}
+    lexical_searcher = Searcher(lexical, None)
+    lexical_uncovered = [lexical_searcher.search(q, None).signals for q in uncovered]
+    gate["lexical"] = calibrate_mode(
+        "lexical",
+        [lexical_searcher.search(q, None).signals for q in covered],
+        lexical_uncovered,
+        lexical_uncovered[: len(OFF_TOPIC)],
+    )
+    embedded = 0
+    if dense is not None and embedder is not None and cache is not None:
+        searcher = Searcher(lexical, dense)
+        vectors, embedded = _query_vectors([*covered, *uncovered], embedder, cache)
+
+        def signals(queries: list[str], offset: int) -> list[Signals]:
+            return [searcher.search(q, vectors[offset + i]).signals for i, q in enumerate(queries)]
+
+        hybrid_uncovered = signals(uncovered, len(covered))
+        gate["hybrid"] = calibrate_mode(
+            "hybrid", signals(covered, 0), hybrid_uncovered, hybrid_uncovered[: len(OFF_TOPIC)]
+        )
+    return gate, embedded
