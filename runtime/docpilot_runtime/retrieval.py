@@ -30,14 +30,16 @@ from .types import AskRequest, HistoryItem, PageRef
 log = logging.getLogger("docpilot.retrieval")
 
 RRF_K = 60
-# Channel weights in the fusion. Equal by default; benchmarks/bench_retrieval.py measures
-# the alternatives on the development set (README, "Retrieval").
-RRF_WEIGHTS = {"lexical": 1.0, "dense": 1.0}
+# Channel weights in the fusion. The dense vote counts half: 1-bit WordLlama vectors are
+# the weaker channel on section-level docs retrieval (FIELD-NOTES; on our dev set half
+# weight gave page R@1 0.62 against 0.58 at equal weight, same R@5).
+# benchmarks/bench_retrieval.py re-measures the alternatives.
+RRF_WEIGHTS = {"lexical": 1.0, "dense": 0.5}
 # How the fused pool is finally ordered: "fused" keeps the RRF order, "dense" re-ranks the
 # pool by dense cosine (seed 000), "blend" sorts by RRF score plus cosine / k (a dense
 # vote worth at most one first-place RRF vote). On the development set blend won
-# (page R@1 0.64 / R@5 0.89 against fused 0.61 / 0.88 and dense 0.56 / 0.86);
-# benchmarks/bench_retrieval.py re-measures it.
+# (page R@1 0.62 / R@5 0.86 against fused 0.61 / 0.86 and dense 0.59 / 0.86 at half
+# dense weight); pure dense re-ranking lost R@1 at both weights.
 RERANK: Literal["fused", "dense", "blend"] = "blend"
 CHANNEL_DEPTH = 50  # units each channel contributes to the fusion
 POOL = 30  # fused units kept for re-ranking and for the answer

@@ -11,6 +11,10 @@ Pure Python (standard library only) so the same code runs under Pyodide. Rules:
   overlapping character bigrams, the usual dictionary-free choice for CJK search;
   a lone character stays a unigram.
 * Single Latin letters carry no subject and are dropped; single digits are kept.
+* Plain lowercase ASCII words get a light English suffix stemmer (plurals, -ing,
+  -ed, -ation, a final -e), so "configure", "configuring", "configured" and
+  "configuration" meet. It is deliberately small: it never touches compounds,
+  identifiers or other scripts, and it never makes a word shorter than three letters.
 """
 
 from __future__ import annotations
@@ -39,6 +43,33 @@ def _is_unspaced_script(ch: str) -> bool:
         or 0x1000 <= code <= 0x109F  # Myanmar
         or 0x1780 <= code <= 0x17FF  # Khmer
     )
+
+
+_VOWELS = set("aeiouy")
+
+
+def stem(word: str) -> str:
+    """Light English stemming of a lowercase ASCII word (see the module docstring)."""
+    if len(word) < 4 or not word.isascii() or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith(("sses", "shes", "ches", "xes", "zes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ations", "ation", "ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if not _VOWELS & set(base):
+                break
+            word = base
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # running -> run, but install stays
+            break
+    if word.endswith("e") and len(word) > 4:
+        word = word[:-1]
+    return word
 
 
 def normalize(text: str) -> str:
@@ -70,7 +101,7 @@ def _word_tokens(word: str) -> list[str]:
         if unspaced:
             out.extend(_bigrams(run))
         elif len(run) > 1 or run.isdigit():
-            out.append(run[:_MAX_TOKEN_CHARS])
+            out.append(stem(run[:_MAX_TOKEN_CHARS]))
     return out
 
 

@@ -76,7 +76,7 @@ class Runtime:
         emit = emit or _ignore
         site = self.site_for(request.page)
         turn_id = new_turn_id()
-        base = {"turn_id": turn_id, "bundle_hash": site.bundle.hash}
+        base: dict[str, Any] = {"turn_id": turn_id, "bundle_hash": site.bundle.hash}
 
         # 1. A pasted credential ends the turn before anything else sees the text.
         found = find_credential(request.question)
@@ -98,7 +98,7 @@ class Runtime:
         # 3. Retrieval and the gate.
         retrieval = site.retrieve(request)
         await emit(Event("progress", {"stage": "retrieval", "message": retrieval.progress()}))
-        common = {
+        common: dict[str, Any] = {
             **base,
             "confidence": retrieval.confidence,
             "retriever": retrieval.retriever,

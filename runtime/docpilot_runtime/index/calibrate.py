@@ -3,9 +3,10 @@
 Two probe sets are run through the same retrieval the runtime uses:
 
 * **covered**: for up to 160 units (picked by a hash of their id, so the pick is
-  stable across builds and edits), a keyword question made from the unit's own
-  vocabulary: three mid-frequency words of its text, with the heading in front for
-  every other probe. These are questions the corpus can answer.
+  stable across builds and edits), a question made from the unit's own vocabulary:
+  three mid-frequency words of its text, with the heading in front for every other
+  probe, in a question frame ("How do I …?"). These are questions the corpus can
+  answer.
 * **uncovered**: the fixed off-topic questions in ``probes`` (everyday subjects, nine
   languages) and 40 word salads: five mid-frequency words drawn from five different
   units, which match many sections weakly and none well — the shape of a question the
@@ -37,8 +38,21 @@ from .probes import OFF_TOPIC
 from .units import Unit
 
 COVERED_PROBES = 160
+# Real questions carry function words ("how do I", "what is"), which weigh on both the
+# lexical ceiling and a mean-pooled embedding; probes get the same shape so that the
+# anchors compare like with like.
+FRAMES = (
+    "How do I {}?",
+    "What is {}?",
+    "Can I {}?",
+    "How does {} work?",
+    "Where do I set {}?",
+    "Why {}?",
+)
 SALADS = 40
-METHOD = "median anchors (unit-keyword vs off-topic and word-salad probes); threshold = p90 off-topic"
+METHOD = (
+    "median anchors (unit-keyword vs off-topic and word-salad probes); threshold = p90 off-topic"
+)
 
 
 def _stable_order(units: Sequence[Unit]) -> list[int]:
@@ -64,15 +78,16 @@ def _mid_words(text: str, lexical: NumpyLexical) -> list[str]:
 
 
 def covered_probes(units: Sequence[Unit], lexical: NumpyLexical) -> list[str]:
-    probes = []
+    probes: list[str] = []
     for i in _stable_order(units):
         unit = units[i]
         words = _mid_words(unit.text, lexical)
         if len(words) < 3:
             continue
-        picked = _rng(unit.id).sample(words, 3)
+        rng = _rng(unit.id)
+        picked = rng.sample(words, 3)
         title = unit.title if len(probes) % 2 == 0 else ""
-        probes.append(" ".join(p for p in (title, *picked) if p))
+        probes.append(rng.choice(FRAMES).format(" ".join(p for p in (title, *picked) if p)))
         if len(probes) >= COVERED_PROBES:
             break
     return probes
@@ -92,7 +107,7 @@ def salad_probes(units: Sequence[Unit], lexical: NumpyLexical) -> list[str]:
             if candidates:
                 words.append(_rng(f"{n}:{units[i].id}").choice(candidates))
         if len(words) >= 3:
-            salads.append(" ".join(words))
+            salads.append(rng.choice(FRAMES).format(" ".join(words)))
     return salads
 
 

@@ -1,0 +1,186 @@
+"""Stage 3 on real bundles: both channels, fusion, the gate, the composed channel,
+the reader's page first, and lexical mode."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from docpilot_runtime.bundle import load_bundle
+from docpilot_runtime.dense import DenseIndex, pack_vectors, sign_bits
+from docpilot_runtime.gate import Signals, calibrate_mode, confidence, gate_score
+from docpilot_runtime.index.build import index_site
+from docpilot_runtime.index.options import IndexOptions, embedder_spec
+from docpilot_runtime.lexical import LexicalDoc, LexicalIndex, build_lexical
+from docpilot_runtime.lexical_numpy import NumpyLexical
+from docpilot_runtime.retrieval import Site, load_site, rrf
+from docpilot_runtime.settings import Settings
+from docpilot_runtime.tokenize import query_terms
+from docpilot_runtime.types import AskRequest, HistoryItem
+
+COVERED = "How do I exclude a page from the assistant?"
+OFF_TOPIC = "How should I prune an apple tree in late winter?"
+
+
+@pytest.fixture(scope="session")
+def example(example_site: Path) -> Site:
+    return load_site(example_site, "/", Settings())
+
+
+@pytest.fixture(scope="session")
+def lexical_example(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Site:
+    """example-site re-indexed as a lexical-only bundle (embedder: none)."""
+    copy = tmp_path_factory.mktemp("lexical") / "site"
+    shutil.copytree(example_site, copy)
+    index_site(copy, IndexOptions(embedder=embedder_spec("none", "test"), site_name="DocPilot"))
+    return load_site(copy, "/", Settings())
+
+
+def test_numpy_bm25_ranks_exactly_like_the_pure_python_reference(example_site: Path) -> None:
+    block = load_bundle(example_site).data["lexical"]
+    pure, fast = LexicalIndex(block), NumpyLexical(block)
+    questions = [COVERED, OFF_TOPIC, "max_section_chars default", "快速入门 安装", "SSE events"]
+    for question in questions:
+        terms = query_terms(question)
+        assert pure.search(terms, 40) == fast.search(terms, 40), question
+
+
+def test_numpy_bm25_matches_reference_on_random_corpus_with_many_units() -> None:
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(300)]
+    docs = [
+        LexicalDoc(title=rng.choice(words), breadcrumb="", text=" ".join(rng.choices(words, k=30)))
+        for _ in range(70000)  # past 65,535 units: 32-bit unit ids
+    ]
+    block = build_lexical(docs)
+    assert block["doc_dtype"] == "u4"
+    pure, fast = LexicalIndex(block), NumpyLexical(block)
+    for _ in range(5):
+        terms = rng.sample(words, 3)
+        assert pure.search(terms, 20) == fast.search(terms, 20)
+
+
+def test_rrf_sums_reciprocal_ranks() -> None:
+    fused = rrf([(1.0, [5, 7, 9]), (1.0, [7, 5])], k=60)
+    assert [u for u, _ in fused] == [5, 7, 9]  # 5 and 7 tie; the earlier unit wins
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
+
+
+def test_dense_scan_rescoring_finds_the_nearest_vector() -> None:
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((500, 256)).astype(np.float32)
+    dense = DenseIndex.from_bytes(
+        pack_vectors(sign_bits(vectors)), 500, 256, np.zeros(256, np.float32)
+    )
+    query = vectors[123] + 0.3 * rng.standard_normal(256).astype(np.float32)
+    rows, scores = dense.search(query, candidates=50)
+    assert rows[0] == 123
+    assert scores[0] > scores[1]
+    naive = (np.unpackbits(sign_bits(vectors), axis=1) != (query > 0)).sum(axis=1)
+    assert (dense.hamming(query) == naive).all()
+
+
+def test_covered_question_passes_the_gate_with_both_channels(example: Site) -> None:
+    result = example.retrieve(AskRequest(question=COVERED))
+    assert result.retriever == "hybrid"
+    assert result.passed and result.confidence >= 50
+    assert result.ranking.lexical and result.ranking.dense, "both channels always run"
+    assert len(result.ranked_ids()) >= 10
+
+
+def test_off_topic_question_is_refused_with_closest_pages(example: Site) -> None:
+    result = example.retrieve(AskRequest(question=OFF_TOPIC))
+    assert not result.passed and result.confidence < 50
+    pages = result.closest_pages()
+    assert 3 <= len(pages) <= 5 and len({p.url for p in pages}) == len(pages)
+
+
+def test_confidence_is_null_free_and_bounded(example: Site) -> None:
+    for question in (COVERED, OFF_TOPIC, "widget", "x"):
+        value = example.retrieve(AskRequest(question=question)).confidence
+        assert 0 <= value <= 100
+
+
+def test_follow_up_is_rescued_by_the_composed_channel_only_after_an_answered_turn(
+    example: Site,
+) -> None:
+    follow_up = "and what is the threshold then?"
+    earlier = "How does the refusal gate decide?"
+    alone = example.retrieve(AskRequest(question=follow_up))
+    answered = (HistoryItem(question=earlier, kind="answer"),)
+    composed = example.retrieve(AskRequest(question=follow_up, history=answered))
+    refused = (HistoryItem(question=earlier, kind="refusal"),)
+    after_refusal = example.retrieve(AskRequest(question=follow_up, history=refused))
+    assert not alone.passed, "the elliptic follow-up alone names no subject"
+    assert composed.passed and composed.rescued
+    assert not after_refusal.passed and not after_refusal.rescued, (
+        "a refused question never anchors the composed channel"
+    )
+
+
+def test_composed_channel_reaches_back_past_a_rescued_turn(example: Site) -> None:
+    history = (
+        HistoryItem(question="How does the refusal gate decide?", kind="answer"),
+        HistoryItem(question="and what is the threshold then?", kind="answer", rescued=True),
+    )
+    result = example.retrieve(AskRequest(question="and is it the same in lexical mode?", history=history))
+    assert result.passed
+
+
+def test_current_page_units_come_first_without_changing_confidence(example: Site) -> None:
+    plain = example.retrieve(AskRequest(question=COVERED))
+    on_page = example.retrieve(AskRequest(question=COVERED, page="/guides/static-sites/"))
+    first_two = [example.bundle.units[u].url for u in on_page.ordered()[:2]]
+    assert all(url.startswith("/guides/static-sites/") for url in first_two)
+    assert on_page.confidence == plain.confidence
+
+
+def test_lexical_bundle_answers_in_lexical_mode(lexical_example: Site) -> None:
+    assert lexical_example.mode == "lexical"
+    covered = lexical_example.retrieve(AskRequest(question=COVERED))
+    off = lexical_example.retrieve(AskRequest(question=OFF_TOPIC))
+    assert covered.retriever == "lexical" and covered.passed
+    assert not off.passed
+    assert lexical_example.describe()["retriever"] == "lexical"
+    assert lexical_example.gate_params("lexical")["threshold"] == pytest.approx(
+        lexical_example.bundle.gate["lexical"]["threshold"]
+    )
+
+
+def test_failing_query_embedder_falls_back_to_lexical_mode(example_site: Path) -> None:
+    site = load_site(example_site, "/", Settings())
+
+    class Broken:
+        name, model, dims, needs_centering = "wordllama", "l2_supercat_256", 256, False
+
+        def embed_query(self, text: str) -> np.ndarray:
+            raise OSError("embedding service down")
+
+        def embed_passages(self, texts: list[str]) -> np.ndarray:
+            raise OSError("embedding service down")
+
+    site.embedder = Broken()  # type: ignore[assignment]
+    result = site.retrieve(AskRequest(question=COVERED))
+    assert result.retriever == "lexical" and result.passed
+    assert not site.retrieve(AskRequest(question=OFF_TOPIC)).passed
+
+
+def test_bundle_carries_calibrated_thresholds_for_both_modes(example_site: Path) -> None:
+    gate = load_bundle(example_site).gate
+    for mode in ("hybrid", "lexical"):
+        params = gate[mode]
+        assert 0.1 <= params["threshold"] <= 0.75
+        assert params["samples"]["off_topic"] >= 50
+
+
+def test_gate_threshold_sits_above_most_off_topic_scores() -> None:
+    covered = [Signals(lexical_strength=0.6 + i / 100, lexical_margin=0.5) for i in range(20)]
+    uncovered = [Signals(lexical_strength=0.1 + i / 100, lexical_margin=0.1) for i in range(20)]
+    params = calibrate_mode("lexical", covered, uncovered, uncovered)
+    scores = [gate_score(s, params) for s in uncovered]
+    assert sum(s >= params["threshold"] for s in scores) <= 2
+    assert all(gate_score(s, params) >= params["threshold"] for s in covered)
+    assert confidence(params["threshold"], params["threshold"]) == 50
