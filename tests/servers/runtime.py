@@ -1,0 +1,85 @@
+"""The DocPilot runtime served for real: uvicorn on a free loopback port, in a thread.
+
+`serve_app(app)` runs any ASGI app until the block ends; the session fixture
+`example_server` serves example-site (built once by conftest's `example_site`) with
+one allowed CORS origin, for the API tests and, later, the browser tests. Use it with
+``from servers.runtime import example_server`` next to the tests that need it.
+
+Shutdown is complete (uvicorn closes its listening socket and connections before the
+thread ends), because pytest runs with ``-W error`` and a leaked socket is a
+ResourceWarning, i.e. a failure.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import uvicorn
+from docpilot_runtime.app import create_app
+from docpilot_runtime.settings import Settings
+from starlette.types import ASGIApp
+
+ALLOWED_ORIGIN = "http://allowed.example"
+STARTUP_DEADLINE = 30.0
+SHUTDOWN_DEADLINE = 15.0
+
+
+@dataclass
+class RunningServer:
+    """A live server: its base URL, the app it serves and the uvicorn handle."""
+
+    base_url: str
+    app: ASGIApp
+    server: uvicorn.Server
+    thread: threading.Thread
+
+
+def _wait_until_started(server: uvicorn.Server, thread: threading.Thread) -> None:
+    """Poll (not a fixed sleep) until uvicorn is listening, with a deadline; fail with the
+    reason if the thread died first."""
+    deadline = time.monotonic() + STARTUP_DEADLINE
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("uvicorn exited before it started listening")
+        if time.monotonic() > deadline:
+            server.should_exit = True
+            raise TimeoutError(f"uvicorn did not start within {STARTUP_DEADLINE} s")
+        time.sleep(0.01)
+
+
+@contextmanager
+def serve_app(app: ASGIApp, host: str = "127.0.0.1") -> Iterator[RunningServer]:
+    """Serve ``app`` on a free port of ``host`` for the duration of the block."""
+    # port=0: the kernel picks a free port, so parallel runs cannot collide.
+    # log_config=None: leave the process's logging alone, so caplog sees every record.
+    config = uvicorn.Config(app, host=host, port=0, log_level="warning", log_config=None)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
+    thread.start()
+    try:
+        _wait_until_started(server, thread)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield RunningServer(f"http://{host}:{port}", app, server, thread)
+    finally:
+        server.should_exit = True
+        thread.join(SHUTDOWN_DEADLINE)
+        if thread.is_alive():
+            raise RuntimeError(f"uvicorn did not stop within {SHUTDOWN_DEADLINE} s")
+
+
+def example_settings() -> Settings:
+    """Default settings plus one allowed CORS origin (``ALLOWED_ORIGIN``)."""
+    return Settings(cors_origins=(ALLOWED_ORIGIN,))
+
+
+@pytest.fixture(scope="session")
+def example_server(example_site: Path) -> Iterator[RunningServer]:
+    """example-site and its API on a real uvicorn, once per session."""
+    with serve_app(create_app(example_site, example_settings())) as running:
+        yield running
