@@ -535,6 +535,8 @@ def test_valid_feedback_is_a_204_and_kept_for_its_turn(
         ({"turn_id": "t1", "rating": "up", "reasons": ["x"] * 11}, "reasons", 10),
         ({"turn_id": "t1", "rating": "up", "reasons": ["x" * 41]}, "reasons[0]", 40),
         ({"turn_id": "t1", "rating": "up", "reasons": [3]}, "reasons[0]", None),
+        ({"turn_id": "t1", "rating": "up", "reasons": ""}, "reasons", None),
+        ({"turn_id": "t1", "rating": "up", "note": 0}, "note", None),
         ({"turn_id": "t1", "rating": "up", "note": "n" * 1001}, "note", 1000),
         ({"turn_id": "t1", "rating": "up", "stars": 5}, "stars", None),
     ],

@@ -244,7 +244,9 @@ def parse_feedback(body: Any) -> Feedback:
     rating = body.get("rating")
     if rating not in ("up", "down"):
         raise RequestError("rating", 'must be "up" or "down"')
-    reasons = body.get("reasons") or []
+    # Absent and null mean "none"; a present value of another type is an error, not [].
+    reasons = body.get("reasons")
+    reasons = [] if reasons is None else reasons
     if not isinstance(reasons, list):
         raise RequestError("reasons", "must be a list of strings")
     if len(reasons) > MAX_REASONS:
@@ -254,7 +256,8 @@ def parse_feedback(body: Any) -> Feedback:
             raise RequestError(f"reasons[{i}]", "must be a string")
         if len(reason) > MAX_REASON_CHARS:
             raise RequestError(f"reasons[{i}]", "is over the limit", MAX_REASON_CHARS)
-    note = body.get("note") or ""
+    note = body.get("note")
+    note = "" if note is None else note
     if not isinstance(note, str):
         raise RequestError("note", "must be a string")
     if len(note) > MAX_NOTE_CHARS:
