@@ -667,15 +667,8 @@ def test_material_covered_questions_cite_pages_that_exist(
     "question",
     [
         "Who won the 2018 football world cup?",
-        "What is the capital of Australia?",
-        pytest.param(
-            OFF_TOPIC,
-            marks=pytest.mark.xfail(
-                reason="known gap: on the Material corpus the calibrated gate passes this "
-                "(confidence ~52, citing contributing checklists); gate work, not the API",
-                strict=False,
-            ),
-        ),
+        "How should I prune an apple tree in late winter?",
+        OFF_TOPIC,
     ],
 )
 def test_material_off_topic_question_is_refused(

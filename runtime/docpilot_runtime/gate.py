@@ -15,7 +15,7 @@ A covered question has one clear winner; an uncovered one finds many equally wea
 passages — hence strength *and* margin. Each signal is placed on a corpus-relative
 scale by calibration (0 = typical of questions the corpus cannot answer, 1 = typical of
 questions it can), and the gate score is a fixed weighted mean of those positions. The
-threshold is the score that 90 % of everyday off-topic questions stay below (see
+threshold is the score that 95 % of everyday off-topic questions stay below (see
 ``calibrate_mode``). Pure Python: the browser runs the lexical gate too.
 """
 
@@ -36,8 +36,17 @@ WEIGHTS: dict[str, dict[str, float]] = {
     },
     "lexical": {"lexical_strength": 0.7, "lexical_margin": 0.3},
 }
-_CLIP_LOW, _CLIP_HIGH = -1.0, 2.0
-OFF_TOPIC_QUANTILE = 0.9
+_CLIP_LOW, _CLIP_HIGH = -1.0, 1.5
+# The least distance between a signal's two anchors. Where a corpus barely separates the
+# probe sets on one signal (a dense margin of 0.036 against 0.046, say), dividing by that
+# gap would turn noise into a full vote; the floor keeps each signal's scale sane.
+MIN_SPAN = {
+    "lexical_strength": 0.1,
+    "lexical_margin": 0.1,
+    "dense_strength": 0.05,
+    "dense_margin": 0.03,
+}
+OFF_TOPIC_QUANTILE = 0.95
 THRESHOLD_RANGE = (0.1, 0.75)
 
 
@@ -112,7 +121,8 @@ def calibrate_mode(
 ) -> dict[str, Any]:
     """Anchors and threshold for one mode.
 
-    Anchors: each signal's median over the covered probes and over the uncovered ones.
+    Anchors: each signal's median over the covered probes and over the uncovered ones,
+    at least ``MIN_SPAN`` apart.
     Threshold: the score that ``OFF_TOPIC_QUANTILE`` of the everyday off-topic questions
     stay below. A threshold fitted between covered and uncovered *probes* would sit too
     high, because probes made from a unit's own words are easier than real questions;
@@ -121,18 +131,18 @@ def calibrate_mode(
     certainly not covered, and clamped to a sane range for tiny or odd corpora.
     """
     weights = WEIGHTS[mode]
-    anchors = {
-        name: {
-            "uncovered": _median([s.get(name) for s in uncovered]),
-            "covered": _median([s.get(name) for s in covered]),
-        }
-        for name in weights
-    }
+    anchors = {}
+    for name in weights:
+        low = _median([s.get(name) for s in uncovered])
+        high = max(_median([s.get(name) for s in covered]), low + MIN_SPAN[name])
+        anchors[name] = {"uncovered": low, "covered": high}
     params: dict[str, Any] = {"weights": dict(weights), "anchors": anchors}
     cut = quantile([gate_score(s, params) for s in off_topic], OFF_TOPIC_QUANTILE)
     params["threshold"] = min(max(cut, THRESHOLD_RANGE[0]), THRESHOLD_RANGE[1])
     params["samples"] = {
-        "covered": len(covered), "uncovered": len(uncovered), "off_topic": len(off_topic)
+        "covered": len(covered),
+        "uncovered": len(uncovered),
+        "off_topic": len(off_topic),
     }
     return params
 

@@ -13,6 +13,7 @@ app, the CLI and the tests all go through `Runtime.ask`.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -96,7 +97,8 @@ class Runtime:
             return Result(kind="social", markdown=social.markdown, **base)
 
         # 3. Retrieval and the gate.
-        retrieval = site.retrieve(request)
+        # Off the event loop: a hosted query embedder is a blocking HTTP call.
+        retrieval = await asyncio.to_thread(site.retrieve, request)
         await emit(Event("progress", {"stage": "retrieval", "message": retrieval.progress()}))
         common: dict[str, Any] = {
             **base,

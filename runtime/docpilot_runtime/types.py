@@ -122,7 +122,8 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
         raise RequestError("question", "is empty")
     page = _string(body, "page", "", 2048, required=False)
     quote = _string(body, "quote", "", limits.max_quote_chars, required=False)
-    raw_history = body.get("history") or []
+    raw_history = body.get("history")
+    raw_history = [] if raw_history is None else raw_history
     if not isinstance(raw_history, list):
         raise RequestError("history", f"must be a list, got {type(raw_history).__name__}")
     if len(raw_history) > limits.max_history_items:

@@ -13,7 +13,7 @@ Two probe sets are run through the same retrieval the runtime uses:
   corpus cannot answer.
 
 For each mode (hybrid, lexical) the gate keeps the median of every signal on each
-side as its anchors, and as its threshold the score that 90 % of the off-topic
+side as its anchors, and as its threshold the score that 95 % of the off-topic
 questions stay below (``gate.calibrate_mode`` says why). Probe queries are embedded through the same
 content-hash cache as the units, so an unchanged rebuild embeds nothing.
 """
@@ -51,7 +51,7 @@ FRAMES = (
 )
 SALADS = 40
 METHOD = (
-    "median anchors (unit-keyword vs off-topic and word-salad probes); threshold = p90 off-topic"
+    "median anchors (unit-keyword vs off-topic and word-salad probes); threshold = p95 off-topic"
 )
 
 
