@@ -5,5 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export NO_MKDOCS_2_WARNING=1
 .venv/bin/mkdocs build -f example-site/mkdocs.yml
-echo "Serving example-site on http://127.0.0.1:8000 (Ctrl+C to stop)"
-exec .venv/bin/python -m http.server 8000 --bind 127.0.0.1 --directory example-site/site
+echo "Serving example-site and the DocPilot API on http://127.0.0.1:8000 (Ctrl+C to stop)"
+echo "Try: curl -s localhost:8000/api/ask -H 'Content-Type: application/json' -d '{\"question\": \"How do I exclude a page?\"}'"
+exec .venv/bin/docpilot serve example-site/site --host 127.0.0.1 --port 8000
