@@ -104,21 +104,31 @@ def test_confidence_is_null_free_and_bounded(example: Site) -> None:
         assert 0 <= value <= 100
 
 
+FOLLOW_UPS = [
+    ("How does the refusal gate decide?", "and is that so for the other one too?"),
+    ("How does the refusal gate decide?", "and what is the threshold then?"),
+    ("How do I configure the Anthropic provider?", "and how much does that cost?"),
+    ("Which embedders can I choose from?", "and which one for Chinese then?"),
+]
+
+
 def test_follow_up_is_rescued_by_the_composed_channel_only_after_an_answered_turn(
     example: Site,
 ) -> None:
-    follow_up = "and what is the threshold then?"
-    earlier = "How does the refusal gate decide?"
-    alone = example.retrieve(AskRequest(question=follow_up))
-    answered = (HistoryItem(question=earlier, kind="answer"),)
-    composed = example.retrieve(AskRequest(question=follow_up, history=answered))
-    refused = (HistoryItem(question=earlier, kind="refusal"),)
-    after_refusal = example.retrieve(AskRequest(question=follow_up, history=refused))
-    assert not alone.passed, "the elliptic follow-up alone names no subject"
-    assert composed.passed and composed.rescued
-    assert not after_refusal.passed and not after_refusal.rescued, (
-        "a refused question never anchors the composed channel"
-    )
+    rescued = 0
+    for earlier, follow_up in FOLLOW_UPS:
+        alone = example.retrieve(AskRequest(question=follow_up))
+        answered = (HistoryItem(question=earlier, kind="answer"),)
+        composed = example.retrieve(AskRequest(question=follow_up, history=answered))
+        refused = (HistoryItem(question=earlier, kind="refusal"),)
+        after_refusal = example.retrieve(AskRequest(question=follow_up, history=refused))
+        assert composed.passed or not alone.passed, "the composed channel never loses a pass"
+        assert composed.rescued == (composed.passed and not alone.passed)
+        # A refused question never anchors the composed channel: as if there were no history.
+        assert (after_refusal.passed, after_refusal.rescued) == (alone.passed, False)
+        assert after_refusal.score == pytest.approx(alone.score)
+        rescued += composed.rescued
+    assert rescued >= 1, "no elliptic follow-up was rescued by the composed channel"
 
 
 def test_composed_channel_reaches_back_past_a_rescued_turn(example: Site) -> None:
@@ -126,7 +136,9 @@ def test_composed_channel_reaches_back_past_a_rescued_turn(example: Site) -> Non
         HistoryItem(question="How does the refusal gate decide?", kind="answer"),
         HistoryItem(question="and what is the threshold then?", kind="answer", rescued=True),
     )
-    result = example.retrieve(AskRequest(question="and is it the same in lexical mode?", history=history))
+    result = example.retrieve(
+        AskRequest(question="and is it the same in lexical mode?", history=history)
+    )
     assert result.passed
 
 

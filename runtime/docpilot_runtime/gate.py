@@ -5,8 +5,9 @@ corpus covers the question at all: its scores depend only on ranks. So the gate 
 the channels' raw signals instead:
 
 * ``lexical_strength``: the best unit's BM25+ score as a fraction of the most the
-  question's terms could score (each term's idf x (k1 + 1 + delta)). Terms the corpus
-  has never seen count at the highest idf, so an off-topic question scores low.
+  question's terms could score (each term's idf x (k1 + 1 + delta), and never less
+  than two common terms could: ``lexical.ceiling_floor``). Terms the corpus has never
+  seen count at the highest idf, so an off-topic question scores low.
 * ``lexical_margin``: how far the best unit stands above the next four, relative to it.
 * ``dense_strength``: the best unit's cosine between the query and its sign bits.
 * ``dense_margin``: the best cosine minus the mean of the next five.

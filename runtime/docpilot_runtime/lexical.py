@@ -131,6 +131,14 @@ def term_ceiling(term_idf: float) -> float:
     return term_idf * (K1 + 1.0 + DELTA)
 
 
+def ceiling_floor(count: int) -> float:
+    """The least "most a question could score" the gate divides by: what two terms that
+    each occur in 5 % of the units could add. A question made only of common words
+    ("and what about that one?") has a tiny ceiling of its own, which its best unit
+    would nearly fill; the floor keeps such a question from looking well covered."""
+    return 2.0 * term_ceiling(idf(count, max(1, round(0.05 * count))))
+
+
 class LexicalIndex:
     """The stored index, decoded once; scoring allocates only the score map."""
 

@@ -21,7 +21,7 @@ from .bundle import Bundle, Page, UnitRecord, load_bundle
 from .dense import DenseIndex
 from .embedders import Embedder, EmbedderError, EmbedderSpec, load_embedder
 from .gate import Signals, confidence, default_params, gate_score, margin
-from .lexical import idf, term_ceiling
+from .lexical import ceiling_floor, idf, term_ceiling
 from .lexical_numpy import NumpyLexical
 from .settings import Settings
 from .tokenize import query_terms
@@ -80,8 +80,9 @@ class Searcher:
     def lexical_signals(
         self, terms: Sequence[str], hits: list[tuple[int, float]]
     ) -> tuple[float, float]:
-        ceiling = sum(
-            term_ceiling(idf(self.lexical.count, self._df(t))) for t in dict.fromkeys(terms)
+        ceiling = max(
+            sum(term_ceiling(idf(self.lexical.count, self._df(t))) for t in dict.fromkeys(terms)),
+            ceiling_floor(self.lexical.count),
         )
         if not hits or ceiling <= 0:
             return 0.0, 0.0
