@@ -493,6 +493,29 @@ def assignment_cases() -> list[dict[str, object]]:
              "authorization_header", "DRF-style token header"))
     add(case(f"Authorization: Bot {chars(URLSAFE, 30)}{chars(string.digits, 5)}a is rejected",
              "authorization_header", "bot scheme header"))
+    cli = [
+        ("mysql -u root -p{pw} docs < dump.sql fails with 1045", "mysql -p with attached password"),
+        ("sshpass -p '{pw}' ssh deploy@docs.acme-docs.io hangs", "sshpass -p"),
+        ("curl -u docs:{pw} https://wiki.acme-docs.io/rest/api/content returns 401",
+         "curl -u user:password"),
+        ("docker login -u docs -p {pw} registry.acme-docs.io warns about --password-stdin",
+         "docker login -p"),
+        ("kubectl create secret generic db --from-literal=password={pw} worked, now what?",
+         "kubectl --from-literal password"),
+        ("The password for the staging admin panel is {pw}, why can't I log in?",
+         "prose with words between name and value"),
+    ]
+    for template, origin in cli:
+        add(case(template.format(pw=password()), "password_assignment", origin))
+    app_key = base64.b64encode(bytes(RNG.getrandbits(8) for _ in range(32))).decode()
+    add(case(f"APP_KEY=base64:{app_key} in .env, Laravel still says no encryption key",
+             "high_entropy_secret", "Laravel APP_KEY (base64: prefix)"))
+    add(case(f"SECRET_KEY=django-insecure-{chars(ALNUM + '!@#$%^&*(-_=+)', 50)} in settings.py",
+             "high_entropy_secret", "Django generated SECRET_KEY"))
+    add(case(f"My API token for Cloudflare: {chars(URLSAFE, 40)}", "high_entropy_secret",
+             "prose with words between name and value"))
+    add(case(f"twitch_oauth: oauth:{chars(LOWER_ALNUM, 30)} for the chat bot",
+             "high_entropy_secret", "Twitch IRC oauth token"))
     for prefix in ("acme_live_", "dpk-prod-", "zx_sk_", "docsbot_"):
         add(case(f"our internal search service key {prefix}{chars(ALNUM, 40)} stopped working",
                  "generic_api_token", f"unknown vendor prefix {prefix!r} + random body"))
@@ -847,6 +870,31 @@ def negative_cases() -> list[dict[str, object]]:
         (f"cache key: docs-{chars(HEX, 40)}", "CI cache key"),
         (f"primary key {uuid4()} duplicated in the index", "primary key UUID"),
         (f"The public key is {chars(B64, 43)}= for WireGuard peer B", "WireGuard public key"),
+        ("docsearch({ appId: 'R2IYF7ETH7', apiKey: '599cec31baffa4868cae4e79f180729b', "
+         "indexName: 'docsearch' })", "Algolia DocSearch documented search-only key"),
+        ("RECAPTCHA_SECRET_KEY=6LeIxAcTAAAAAGG-vFI1TnRWxMZNFuojJ4WifJWe for the test form",
+         "Google reCAPTCHA documented test secret"),
+        ("Authorization: Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJkb2NzIn0.", "unsigned JWT"),
+        (f"Cookie: theme=dark; csrftoken={chars(ALNUM, 32)}", "CSRF cookie"),
+        ("The password for the admin panel is in 1Password, where do I find it?",
+         "prose password mention"),
+        ("My API token for Cloudflare: where do I create it?", "prose token mention"),
+        ("mysql -u root -p docs prompts for a password", "mysql -p prompt"),
+        ("curl -u $USER:$TOKEN https://api.acme-docs.io", "curl -u with variables"),
+        ("docker login -u docs --password-stdin < token.txt", "docker login stdin"),
+        ("password: S3cr3tP@ss from the tutorial", "leetspeak of a placeholder"),
+        ("secret: !Ref DbSecret\npassword: !Sub '{{resolve:secretsmanager:Db:SecretString:pw}}'",
+         "CloudFormation references"),
+        ("kubectl create secret generic db --from-literal=password=$DB_PASSWORD",
+         "kubectl with env reference"),
+        ("security:\n  - bearerAuth: []\ncomponents:\n  securitySchemes:\n    ApiKeyAuth:\n"
+         "      type: apiKey\n      in: header\n      name: X-API-KEY", "OpenAPI security schemes"),
+        ("markdown_extensions:\n  - pymdownx.keys\nPress ++ctrl+alt+del++", "keys extension"),
+        ('{"error": "invalid_token", "error_description": "The access token expired"}',
+         "OAuth error body"),
+        ("Use `openssl rand -hex 32` to generate the secret", "secret generation advice"),
+        (f"api_key_id: {uuid4()}", "API key id"),
+        ("GET /v1/users?page_token=CiAKGjBpNDd2Nmp2Zml2cXRwYjBpOXA&limit=50", "page token"),
     ]
     for text, origin in more:
         add(text, origin)

@@ -438,6 +438,11 @@ VENDOR_EXAMPLES: frozenset[str] = frozenset({
     "QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
     # Google Maps Platform documentation samples.
     "AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe",
+    # Google reCAPTCHA v2 test keys (site and secret), documented for automated tests.
+    "6LeIxAcTAAAAAJcZVRqyHh71UMIEGNQ_MXjiZKhI",
+    "6LeIxAcTAAAAAGG-vFI1TnRWxMZNFuojJ4WifJWe",
+    # Algolia DocSearch's documented search-only key (public by design).
+    "599cec31baffa4868cae4e79f180729b",
 })
 
 # Values that are public by design: publishable payment keys, public-key material, client ids.

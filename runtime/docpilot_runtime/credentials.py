@@ -258,8 +258,8 @@ def _is_real_jwt(m: re.Match[str]) -> bool:
     header = _b64url_json(m.group(1))
     if not isinstance(header, dict) or not ({"alg", "typ", "enc"} & header.keys()):
         return False
-    if len(m.group(3)) < 16 and header.get("alg") != "none":
-        return False  # no signature: a fragment that cannot be replayed
+    if len(m.group(3)) < 16 or str(header.get("alg", "")).lower() == "none":
+        return False  # unsigned: anyone can mint one, so it grants nothing
     payload = _b64url_json(m.group(2))
     if isinstance(payload, dict):
         claims = json.dumps(payload).lower()
@@ -280,7 +280,34 @@ def _contextual_secrets(text: str, lowered: str) -> list[CredentialMatch]:
     if _LONG_ALNUM_RUN.search(text):  # ties go to the first listed: the vendor-style token
         found.extend(_prefixed_random_tokens(text))
     found.extend(_named_secrets(text, lowered))
+    if any(command in lowered for command in _CLI_COMMANDS):
+        found.extend(_command_line_passwords(text))
     return found
+
+
+# Command lines that carry a password without naming it: `mysql -pSECRET`, `sshpass -p`,
+# `curl -u user:SECRET`, `docker login -p SECRET`.
+_CLI_COMMANDS = ("mysql", "mariadb", "sshpass", "curl", "wget", "docker")
+_CLI_PASSWORD = re.compile(
+    r"\b(?:mysql\w*+|mariadb\w*+)\b[^\n]{0,200}?[ \t]-p(?P<mysql>[^\s'\"`\-][^\s'\"`]{3,127})"
+    r"|\bsshpass[ \t]++-p[ \t]*+['\"]?(?P<sshpass>[^\s'\"`]{4,128})"
+    r"|\b(?:curl|wget)\b[^\n]{0,300}?[ \t](?:-u|--user)[ \t=]*+['\"]?[^\s:'\"`]{1,64}:"
+    r"(?P<user>[^\s'\"`]{4,128})"
+    r"|\bdocker[ \t]++login\b[^\n]{0,200}?[ \t]-p[ \t]++['\"]?(?P<docker>[^\s'\"`]{4,128})"
+)
+
+
+def _command_line_passwords(text: str) -> list[CredentialMatch]:
+    for m in _CLI_PASSWORD.finditer(text):
+        group = m.lastgroup or ""
+        password = m.group(group)
+        if _is_stand_in(password) or _is_weak_password(password):
+            continue
+        if _looks_like_password(password, min_classes=2, min_len=6) or _looks_random(password):
+            start, end = m.span(group)
+            return [CredentialMatch("password_assignment", "password on a command line",
+                                    start, end)]
+    return []
 
 
 _URL_USERINFO = re.compile(
@@ -326,6 +353,11 @@ _BARE_VALUE = re.compile(r"[^\s\"'`,;<>(){}\[\]\x80-\U0010ffff]{1,256}+")
 _NEXT_QUERY_PARAMETER = re.compile(r"&[A-Za-z_][\w.\-]*+=")
 _AUTH_VALUE = re.compile(
     r"[fb]?[\"'`]?[ \t]*+([A-Za-z][A-Za-z0-9\-]{1,24}+)[ \t]++([A-Za-z0-9+/=_\-.~:%$]{1,4096}+)"
+)
+# A few words between a name and its value, then "is" or ":" ("token for Cloudflare: …").
+_PROSE_LEAD = re.compile(
+    r"(?:[ \t]++[^\W\d_]{1,20}+){1,6}?"
+    r"(?:[ \t]++(?:is|was|are|es|est|ist|lautet|é|è)(?=[ \t])|[ \t]*+[:=：＝])[ \t]*+"
 )
 _UNREPLAYABLE_SCHEMES = frozenset({"digest", "aws4-hmac-sha256", "negotiate", "ntlm"})
 _HASH_WORDS = ("sha", "md5", "hash", "digest", "checksum", "commit", "fingerprint", "etag")
@@ -418,6 +450,8 @@ def _name_family(words: list[str], previous: str) -> str | None:
     """What a name says its value is: password, secret, ambiguous key, header, or nothing."""
     if not words or any(w in NAME_STOP_WORDS for w in words) or previous in PREVIOUS_STOP_WORDS:
         return None
+    if any(w.startswith(("csrf", "xsrf")) for w in words):
+        return None  # `csrftoken`: useless without the session it guards
     if words[-1] == "authorization":
         return "authorization"
     if any(_is_password_word(w) for w in words):
@@ -455,7 +489,8 @@ def _locate_value(
         return pos, False
     if not (nxt in " \t" or "\u3000" <= nxt <= "\u9fff" or "\uac00" <= nxt <= "\ud7a3"):
         return None
-    return _skip_prose_filler(text, pos), True
+    lead = _PROSE_LEAD.match(text, pos)  # "password for the admin panel is …"
+    return (lead.end() if lead is not None else _skip_prose_filler(text, pos)), True
 
 
 def _skip_prose_filler(text: str, pos: int) -> int:
@@ -503,6 +538,9 @@ def _judge_named_value(
     text: str, read: tuple[str, int, int], family: str, words: list[str], prose: bool
 ) -> CredentialMatch | None:
     value, start, end = read
+    for prefix in ("base64:", "oauth:"):  # Laravel's APP_KEY=base64:…, Twitch's oauth:…
+        if value.startswith(prefix):
+            value, start = value[len(prefix) :], start + len(prefix)
     if any(len(w) >= 3 and w in value.lower() for w in words):
         return None  # "api_key: my_api_key_here" names itself
     if family == "bearer":
@@ -587,7 +625,9 @@ def _prefixed_random_tokens(text: str) -> list[CredentialMatch]:
 
 # --- What a real value looks like ---------------------------------------------------------
 
-_TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_\-.~]++")
+# Machine-made secrets use these characters (Django's keys add !@#$%^&*()); prose, paths
+# and URLs need others (spaces, ":", "\\", "?").
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_\-.~!@#$%^&*()]++")
 _HEX = re.compile(r"[0-9a-f]++|[0-9A-F]++")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _VERSION_OR_DATE = re.compile(r"v?\d++(?:[.\-:T/]\d++)++(?:Z|[\-+][A-Za-z0-9.]{1,20}+)?")
@@ -702,8 +742,8 @@ def _looks_random(value: str, *, strong: bool = False, allow_hex: bool = True) -
         return False
     if value.startswith(PUBLIC_VALUE_PREFIXES) or _is_stand_in(value):
         return False
-    if value.startswith("eyJ") and value.count(".") >= 2:
-        return False  # a JWT: tier 2 has judged it, and found it public or an example
+    if value.startswith("eyJ") and "." in value:
+        return False  # a JWT or part of one: tier 2 has judged it
     decoded = _decode_base64_text(value)
     if decoded is not None and (" " in decoded or _words_only(decoded)):
         return False  # base64 of a sentence or a name, not of random bytes
@@ -730,10 +770,10 @@ def _is_weak_password(value: str) -> bool:
     lowered = value.lower()
     stem = lowered.rstrip("0123456789!?.#*@$%&_-+ ").lstrip("0123456789!?.#*@$%&_-+ ")
     for candidate in (lowered, stem, stem.translate(LEET), lowered.translate(LEET)):
-        if candidate in WEAK_PASSWORDS or not candidate:
+        if not candidate or candidate in WEAK_PASSWORDS:
             return True
         if any(word in candidate for word in ("password", "passwd", "secret", "changeme")):
-            return True
+            return True  # "MySecretPass1!", "S3cr3tP@ss", "db_password_2": not a password
     return False
 
 
