@@ -382,8 +382,7 @@ PLACEHOLDER_WORDS: tuple[str, ...] = (
     "change-me", "your", "insert", "replace", "notreal", "not_real", "not-real", "not_a_real",
     "not-a-real", "invalid", "xxxx", "****", "....", "…", "lorem", "foobar", "todo",
     "mock", "demo", "secret", "password", "passwd", "token", "<", ">",
-    "votre", "deine", "ihr_", "tu_", "tu-", "su_clave", "seu_", "sua_", "vostr", "tuo_",
-    "ваш", "你的", "您的", "あなたの",
+    "votre", "deine", "su_clave", "vostr", "ваш", "你的", "您的", "あなたの",
 )
 
 # How a value says "look it up elsewhere" instead of being the secret itself.

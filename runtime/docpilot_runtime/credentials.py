@@ -184,10 +184,12 @@ _PEM_LABELS = {
 }
 _B64_RUN = re.compile(r"[A-Za-z0-9+/=]{1,4096}+")
 # DER private keys start with fixed bytes, so their base64 starts with fixed text: PKCS#1 RSA,
-# PKCS#8 RSA, SEC1 EC (P-256, P-384), PKCS#8 EC, PKCS#8 Ed25519, and OpenSSH's key format.
+# PKCS#8 RSA, encrypted PKCS#8, SEC1 EC (P-256, P-384), PKCS#8 EC, PKCS#8 Ed25519, and
+# OpenSSH's key format. Public keys (MIIBIjANBg…AAOC, MFkw…, MCow…) start differently.
 _DER_PRIVATE = re.compile(
     r"(?:MII[A-Za-z0-9+/]{3}IBAAK|MII[A-Za-z0-9+/]{3}IBADANBgkqhkiG9w0BAQEFAAS"
-    r"|MHcCAQEEI|MIGkAgEBBDA|MIG[A-Za-z0-9+/]AgEAMBMGByqGSM49AgEG|MC4CAQAwBQYDK2Vw"
+    r"|MII[A-Za-z0-9+/]{3}B[A-Za-z0-9+/]BgkqhkiG9w0BBQ0w"  # encrypted PKCS#8 (PBES2)
+    r"|MHcCAQEEI|MIGkAgEBBD|MIG[A-Za-z0-9+/]AgEAMBMGByqGSM49AgEG|MC4CAQAwBQYDK2Vw"
     r"|b3BlbnNzaC1rZXktdjEAAAAA)[A-Za-z0-9+/]{24,}+"
 )
 _JWT = re.compile(
@@ -638,10 +640,7 @@ _RUN = re.compile(r"(.)\1{5}")
 
 def _is_placeholder_text(value: str) -> bool:
     """True for text built to be looked at: placeholder words, runs, sequences, repeats."""
-    lowered = value.lower()
-    if any(word in lowered for word in PLACEHOLDER_WORDS):
-        return True
-    return _is_patterned(lowered)
+    return _has_placeholder_words(value) or _is_patterned(value.lower())
 
 
 def _is_patterned(lowered: str) -> bool:
@@ -649,18 +648,32 @@ def _is_patterned(lowered: str) -> bool:
     if _RUN.search(lowered):
         return True
     core = "".join(ch for ch in lowered[:256] if ch.isalnum())
-    for strand in (core, core[::2], core[1::2]):
-        for i in range(len(strand) - 5):
-            window = strand[i : i + 6]
-            if window in _SEQUENCE or window[::-1] in _SEQUENCE:
-                return True
+    if any(_is_sequence(core[i : i + 6]) for i in range(len(core) - 5)):
+        return True
+    even, odd = core[::2], core[1::2]  # "a1b2c3d4e5f6": two interleaved sequences
+    if any(
+        _is_sequence(even[i : i + 5]) and _is_sequence(odd[i : i + 5])
+        for i in range(len(odd) - 4)
+    ):
+        return True
     n = len(core)
     return n >= 12 and any(core[p:] == core[:-p] for p in range(1, min(n // 3, 16) + 1))
 
 
+def _is_sequence(window: str) -> bool:
+    return window in _SEQUENCE or window[::-1] in _SEQUENCE
+
+
 def _has_placeholder_words(value: str) -> bool:
-    lowered = value.lower()
-    return any(word in lowered for word in PLACEHOLDER_WORDS)
+    """A placeholder word written as people write words: "your", "YOUR" or "Your".
+
+    Matching every mixed case ("yOuR") would find a four-letter word somewhere in one random
+    1,600-character private key out of a hundred; written cases, one in ten thousand.
+    """
+    return any(
+        word in value or word.upper() in value or word.capitalize() in value
+        for word in PLACEHOLDER_WORDS
+    )
 
 
 def _is_stand_in(value: str) -> bool:
@@ -702,7 +715,9 @@ def _words_only(value: str) -> bool:
     if not (joined or camel):
         return False  # one case, no separators: "k3xq9…", "QX7KD2…" are not words
     pieces = _NAME_WORD.findall(value)
-    if not pieces or sum(map(len, pieces)) / len(pieces) < 3.5:
+    # Without separators only long camel-case words count ("UpdateFirmwareVersion"): random
+    # mixed-case letters split into short pieces.
+    if not pieces or sum(map(len, pieces)) / len(pieces) < (3.5 if joined else 4.5):
         return False
     words = [p for p in pieces if len(p) >= 3 and p.isalpha()]
     if sum(map(len, words)) < 0.6 * sum(map(len, pieces)):
