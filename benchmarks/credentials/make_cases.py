@@ -895,6 +895,16 @@ def negative_cases() -> list[dict[str, object]]:
         ("Use `openssl rand -hex 32` to generate the secret", "secret generation advice"),
         (f"api_key_id: {uuid4()}", "API key id"),
         ("GET /v1/users?page_token=CiAKGjBpNDd2Nmp2Zml2cXRwYjBpOXA&limit=50", "page token"),
+        ("env shows PWD: '/Users/maciej/docs' and HOME: '/Users/maciej'", "PWD working directory"),
+        ("By default the build is quiet. Pass `verbose=True` if you want every page logged.",
+         "'pass' the verb, before a code value"),
+        ("mhu = MultiHostUrl('https://docs.acme.io:8443,mirror:bar@cdn.acme.io/path')",
+         "multi-host URL with ports"),
+        ('headers["sec-websocket-key"] = base64.b64encode(secrets.token_bytes(16))',
+         "secret name assigned from a function call"),
+        ("token = response.json()['access_token']", "token read from a response"),
+        ("PyJWT's README encodes {'some': 'payload'} with the key 'secret', what does HS256 do?",
+         "JWT library example mention"),
     ]
     for text, origin in more:
         add(text, origin)

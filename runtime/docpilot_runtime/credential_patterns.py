@@ -422,9 +422,11 @@ LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t"
 # following along. Values with EXAMPLE/xxxx/etc. are caught by PLACEHOLDER_WORDS; these are the
 # ones that look random.
 VENDOR_EXAMPLES: frozenset[str] = frozenset({
-    # Stripe API reference test keys.
+    # Stripe API reference test keys, and their bodies (docs also show them behind sk_live_).
     "sk_test_4eC39HqLyjWDarjtT1zdp7dc",
     "sk_test_BQokikJOvBiI2HlWgH4olfQ2",
+    "4eC39HqLyjWDarjtT1zdp7dc",
+    "BQokikJOvBiI2HlWgH4olfQ2",
     # jwt.io's sample token.
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwi"
     "aWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",

@@ -312,6 +312,7 @@ def _command_line_passwords(text: str) -> list[CredentialMatch]:
     return []
 
 
+_PORT = re.compile(r"\d{1,5}(?![A-Za-z0-9])")
 _URL_USERINFO = re.compile(
     r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]{1,30}+)://"
     r"([^\s:/?#@\"'<>\[\]]{0,128}+):((?:[^\s/@\"'<>]|@(?=[^\s/@\"'<>]*+@)){1,256}+)"
@@ -325,6 +326,8 @@ def _url_passwords(text: str) -> list[CredentialMatch]:
         plain = unquote(password)
         if plain == unquote(user) or _is_stand_in(plain) or _is_weak_password(plain):
             continue
+        if "." in user and _PORT.match(plain):
+            continue  # `https://host.example:8443,other@…`: a host and port, not user:password
         if not (_looks_random(plain) or _looks_like_password(plain, min_classes=2, min_len=6)):
             continue
         if "sentry" in host.lower():
@@ -361,6 +364,9 @@ _PROSE_LEAD = re.compile(
     r"(?:[ \t]++[^\W\d_]{1,20}+){1,6}?"
     r"(?:[ \t]++(?:is|was|are|es|est|ist|lautet|é|è)(?=[ \t])|[ \t]*+[:=：＝])[ \t]*+"
 )
+# Password words that are also ordinary words; they name a password only in syntax
+# (`DB_PASS=…`, `--pass …`), not in running text.
+_VERB_LIKE = frozenset({"pass", "passe", "pw", "pwd"})
 _UNREPLAYABLE_SCHEMES = frozenset({"digest", "aws4-hmac-sha256", "negotiate", "ntlm"})
 _HASH_WORDS = ("sha", "md5", "hash", "digest", "checksum", "commit", "fingerprint", "etag")
 
@@ -390,8 +396,13 @@ def _named_secrets(text: str, lowered: str) -> list[CredentialMatch]:
         header = text[max(start, end - 13) : end].lower() == "authorization"
         if not header and not _could_be_secret(read[0]):
             continue
+        if text.startswith(("(", "["), read[2]):
+            continue  # `key = base64.b64encode(…)`, `token = data["token"]`: code
         words = [w.lower() for w in _NAME_WORD.findall(text[start:end])]
-        family = _name_family(words, _previous_word(text, start))
+        previous = _previous_word(text, start)
+        if prose and len(words) == 1 and words[0] in _VERB_LIKE and previous != "de":
+            continue  # "pass `stream=True`": the verb, not a password ("mot de passe" is)
+        family = _name_family(words, previous)
         if family is None:
             continue
         if family == "authorization":
@@ -634,6 +645,7 @@ _HEX = re.compile(r"[0-9a-f]++|[0-9A-F]++")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _VERSION_OR_DATE = re.compile(r"v?\d++(?:[.\-:T/]\d++)++(?:Z|[\-+][A-Za-z0-9.]{1,20}+)?")
 _CODE_LIKE = re.compile(r"[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)++|[A-Za-z_][a-z_]*+\d{0,4}+")
+_PATH = re.compile(r"(?:/|~/|\.\.?/|[A-Za-z]:\\)(?:[\w.\-]++[/\\]?)*+")
 _SEQUENCE = "0123456789abcdefghijklmnopqrstuvwxyz"
 _RUN = re.compile(r"(.)\1{5}")
 
@@ -800,6 +812,8 @@ def _looks_like_password(value: str, *, min_classes: int = 3, min_len: int = 8) 
         return False
     if "://" in value or "(" in value or (_CODE_LIKE.fullmatch(value) and min_classes > 2):
         return False
+    if _PATH.fullmatch(value):
+        return False  # `PWD=/Users/docs`: the working directory, not a password
     # "_", "-" and "." join words in identifiers and slugs, so they do not count as symbols.
     symbol = any(not c.isalnum() and c not in "_-." for c in value)
     if _words_only(value) and not symbol:
