@@ -235,7 +235,7 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     _row("infracost_api_key", "Infracost API key", r"ico-(?P<body>[A-Za-z0-9]{32})", "ico-"),
     # --- Messaging, email and chat ------------------------------------------------------
     _row("slack_token", "Slack token",
-         r"(?:xoxe\.)?xox[abposr]-(?P<body>\d{6,}+-[0-9A-Za-z\-]{16,}+)", "xox"),
+         r"(?:xoxe\.)?xox[abcposr]-(?P<body>\d{6,}+-[0-9A-Za-z\-]{16,}+)", "xox"),
     _row("slack_token", "Slack refresh token", r"xoxe-\d-(?P<body>[A-Za-z0-9]{40,}+)",
          "xoxe-"),
     _row("slack_token", "Slack app-level token",

@@ -129,6 +129,9 @@ for _index, _fmt in enumerate(TOKEN_FORMATS):
 _PREFIX_LENGTHS = sorted({len(hint) for hint in _ROWS_BY_PREFIX})
 _LONGEST_PREFIX = _PREFIX_LENGTHS[-1]
 _SCANNED_ROWS = [fmt for fmt in TOKEN_FORMATS if not fmt.at_start]
+_SCANNED_HINTS = re.compile("|".join(sorted(
+    {re.escape(hint) for fmt in _SCANNED_ROWS for hint in fmt.hints}, key=len, reverse=True
+)))
 
 
 def _vendor_tokens(text: str, lowered: str) -> list[CredentialMatch]:
@@ -145,8 +148,9 @@ def _vendor_tokens(text: str, lowered: str) -> list[CredentialMatch]:
             if m is not None and _is_real_token(text, fmt, m):
                 found.append(_token_match(fmt, m))
                 break
-    for fmt in _SCANNED_ROWS:
-        if not any(hint in lowered for hint in fmt.hints):
+    present = set(_SCANNED_HINTS.findall(lowered))
+    for fmt in _SCANNED_ROWS if present else ():
+        if not present.intersection(fmt.hints):
             continue
         if fmt.context is not None and fmt.context.search(text) is None:
             continue
@@ -682,9 +686,11 @@ def _has_placeholder_words(value: str) -> bool:
     Matching every mixed case ("yOuR") would find a four-letter word somewhere in one random
     1,600-character private key out of a hundred; written cases, one in ten thousand.
     """
+    lowered = value.lower()
     return any(
         word in value or word.upper() in value or word.capitalize() in value
         for word in PLACEHOLDER_WORDS
+        if word in lowered
     )
 
 
