@@ -116,11 +116,29 @@ def test_placeholder_openai_key_is_not_flagged(text: str) -> None:
         "Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
         "xoxb-not-a-real-token-this-will-not-work",
         "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
-        "ghp_1234567890abcdefghijklmnopqrstuvwxyz",
     ],
 )
 def test_vendor_documentation_example_is_not_flagged(text: str) -> None:
     assert find_credential(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ghp_1234567890abcdefghijklmnopqrstuvwxyz",
+        "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+        "GITHUB_TOKEN=ghp_YOUR_TOKEN_HERE",
+        "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "ghp_a1b2c3d4e5f6a1b2c3d4e5f6a1b2c3d4e5f6",
+    ],
+)
+def test_placeholder_github_token_made_of_sequences_or_repeats_is_not_flagged(text: str) -> None:
+    assert find_credential(text) is None
+
+
+def test_text_that_changes_length_when_lower_cased_is_still_checked() -> None:
+    password = "Quartz#4821xK!"
+    assert found_kind(f"İstanbul ofisi: DB_PASSWORD={password}") == "password_assignment"
 
 
 def test_jwt_io_sample_token_is_not_flagged() -> None:
