@@ -3,7 +3,7 @@
 Both channels always run: BM25+ over the units' text, title and breadcrumb, and a
 Hamming scan of the 1-bit vectors rescored with the float query. The two ranked lists
 are fused by Reciprocal Rank Fusion (k = 60: each list adds 1 / (k + rank) to every
-unit it names); the fused pool is then re-ranked (see RERANK). With no embedder, or one
+unit it names); RERANK says how the fused pool is ordered. With no embedder, or one
 that fails, the dense list is empty and the gate switches to its lexical threshold.
 """
 
@@ -31,16 +31,16 @@ log = logging.getLogger("docpilot.retrieval")
 
 RRF_K = 60
 # Channel weights in the fusion. The dense vote counts half: 1-bit WordLlama vectors are
-# the weaker channel on section-level docs retrieval (FIELD-NOTES; on our dev set half
-# weight gave page R@1 0.62 against 0.58 at equal weight, same R@5).
-# benchmarks/bench_retrieval.py re-measures the alternatives.
+# the weaker ranking channel on section-level docs retrieval (FIELD-NOTES found the same).
 RRF_WEIGHTS = {"lexical": 1.0, "dense": 0.5}
 # How the fused pool is finally ordered: "fused" keeps the RRF order, "dense" re-ranks the
-# pool by dense cosine (seed 000), "blend" sorts by RRF score plus cosine / k (a dense
-# vote worth at most one first-place RRF vote). On the development set blend won
-# (page R@1 0.62 / R@5 0.86 against fused 0.61 / 0.86 and dense 0.59 / 0.86 at half
-# dense weight); pure dense re-ranking lost R@1 at both weights.
-RERANK: Literal["fused", "dense", "blend"] = "blend"
+# pool by dense cosine (as seed 000 describes), "blend" sorts by RRF score plus cosine / k.
+# Measured on the development set (benchmarks/bench_retrieval.py, 64 answerable
+# questions): fused at half dense weight found the right page first 39 times and in the
+# top five 55 times; dense re-ranking 34-35 / 55-56, blend 38 / 53-54. Re-ranking by
+# cosine loses first-place hits, so the fused order is kept. The gate does not depend on
+# this choice: it reads the raw channel signals.
+RERANK: Literal["fused", "dense", "blend"] = "fused"
 CHANNEL_DEPTH = 50  # units each channel contributes to the fusion
 POOL = 30  # fused units kept for re-ranking and for the answer
 DENSE_CANDIDATES = 200  # Hamming candidates rescored with the float query
