@@ -139,8 +139,11 @@ def ceiling_floor(count: int) -> float:
     return 2.0 * term_ceiling(idf(count, max(1, round(0.05 * count))))
 
 
-class LexicalIndex:
-    """The stored index, decoded once; scoring allocates only the score map."""
+class StoredIndex:
+    """What every reader of the stored blocks needs: parameters, size, vocabulary.
+    Subclasses decode the posting blocks their own way into ``offsets``."""
+
+    offsets: Any  # array("I") in pure Python, an int64 ndarray on the server
 
     def __init__(self, block: Mapping[str, Any]) -> None:
         params = block["params"]
@@ -152,6 +155,17 @@ class LexicalIndex:
         raw_terms = bytes(block["terms"])
         terms = raw_terms.decode("utf-8").split("\n") if raw_terms else []
         self.vocabulary = {term: i for i, term in enumerate(terms)}
+
+    def document_frequency(self, term: str) -> int:
+        i = self.vocabulary.get(term)
+        return 0 if i is None else int(self.offsets[i + 1] - self.offsets[i])
+
+
+class LexicalIndex(StoredIndex):
+    """The stored index, decoded once; scoring allocates only the score map."""
+
+    def __init__(self, block: Mapping[str, Any]) -> None:
+        super().__init__(block)
         typecode = "H" if block["doc_dtype"] == "u2" else "I"
         self.offsets = _from_le("I", bytes(block["offsets"]))
         self.docs = _from_le(typecode, bytes(block["docs"]))
@@ -159,10 +173,6 @@ class LexicalIndex:
         self.lengths = _from_le("I", bytes(block["lengths"]))
         k1, b, avg = self.k1, self.b, self.avg_length
         self.norms = [k1 * (1.0 - b + b * length / avg) for length in self.lengths]
-
-    def document_frequency(self, term: str) -> int:
-        i = self.vocabulary.get(term)
-        return 0 if i is None else self.offsets[i + 1] - self.offsets[i]
 
     def term_idf(self, term: str) -> float:
         return idf(self.count, self.document_frequency(term))

@@ -2,7 +2,7 @@
 
 Same arithmetic in the same order as the pure-Python reference (per unit, terms are
 added in query order, each contribution computed identically in float64), so the two
-give the same scores and the same ranking; `tests/test_lexical.py` holds them to it.
+give the same scores and the same ranking; `tests/test_retrieval.py` holds them to it.
 """
 
 from __future__ import annotations
@@ -12,20 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from .lexical import idf
+from .lexical import StoredIndex, idf
 
 
-class NumpyLexical:
+class NumpyLexical(StoredIndex):
     def __init__(self, block: Mapping[str, Any]) -> None:
-        params = block["params"]
-        self.k1 = float(params["k1"])
-        self.b = float(params["b"])
-        self.delta = float(params["delta"])
-        self.count = int(block["count"])
-        avg = float(block["avg_length"]) or 1.0
-        raw_terms = bytes(block["terms"])
-        terms = raw_terms.decode("utf-8").split("\n") if raw_terms else []
-        self.vocabulary = {term: i for i, term in enumerate(terms)}
+        super().__init__(block)
         self.offsets = np.frombuffer(block["offsets"], dtype="<u4").astype(np.int64)
         dtype = "<u2" if block["doc_dtype"] == "u2" else "<u4"
         gaps = np.frombuffer(block["docs"], dtype=dtype).astype(np.int64)
@@ -37,7 +29,7 @@ class NumpyLexical:
         self.docs = running - np.repeat(base, lengths_per_term)
         self.tfs = np.frombuffer(block["tfs"], dtype=np.uint8).astype(np.float64)
         lengths = np.frombuffer(block["lengths"], dtype="<u4").astype(np.float64)
-        self.norms = self.k1 * (1.0 - self.b + self.b * lengths / avg)
+        self.norms = self.k1 * (1.0 - self.b + self.b * lengths / self.avg_length)
 
     def scores(self, terms: Sequence[str]) -> np.ndarray:
         """BM25+ score of every unit (zeros where no term matches)."""

@@ -81,7 +81,10 @@ class Searcher:
         self, terms: Sequence[str], hits: list[tuple[int, float]]
     ) -> tuple[float, float]:
         ceiling = max(
-            sum(term_ceiling(idf(self.lexical.count, self._df(t))) for t in dict.fromkeys(terms)),
+            sum(
+                term_ceiling(idf(self.lexical.count, self.lexical.document_frequency(t)))
+                for t in dict.fromkeys(terms)
+            ),
             ceiling_floor(self.lexical.count),
         )
         if not hits or ceiling <= 0:
@@ -89,10 +92,6 @@ class Searcher:
         scores = [s for _, s in hits]
         strength = min(scores[0] / ceiling, 1.0)
         return strength, margin(scores, 4) / scores[0]
-
-    def _df(self, term: str) -> int:
-        i = self.lexical.vocabulary.get(term)
-        return 0 if i is None else int(self.lexical.offsets[i + 1] - self.lexical.offsets[i])
 
     def cosines(self, query: np.ndarray, rows: Sequence[int]) -> np.ndarray:
         assert self.dense is not None

@@ -68,11 +68,9 @@ def _mid_words(text: str, lexical: NumpyLexical) -> list[str]:
     high = max(2, int(0.1 * lexical.count))
     words = []
     for token in dict.fromkeys(tokenize(text)):
-        i = lexical.vocabulary.get(token)
-        if i is None or len(token) < 3 or not any(c.isalpha() for c in token):
+        if len(token) < 3 or not any(c.isalpha() for c in token):
             continue
-        df = int(lexical.offsets[i + 1] - lexical.offsets[i])
-        if 2 <= df <= high:
+        if 2 <= lexical.document_frequency(token) <= high:
             words.append(token)
     return words
 
