@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common import tree_state
 from docpilot_runtime import retrieval
 from docpilot_runtime.retrieval import Searcher, Site, load_site
 from docpilot_runtime.settings import Settings
@@ -307,16 +308,6 @@ def run_variants(
         with variant_constants(Variant(name)):
             results.append((name, evaluate(site, rows)))
     return results
-
-
-def tree_state() -> str:
-    """The commit measured, and whether tracked files differed from it."""
-    done = subprocess.run(
-        ["git", "-C", str(HERE), "describe", "--always", "--dirty"],
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip() or "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -51,7 +51,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -62,6 +61,7 @@ from typing import Any
 import bm25s
 import faiss
 import numpy as np
+from common import tree_state
 from docpilot_runtime.dense import DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.embedders import EmbedderSpec, load_embedder
 from docpilot_runtime.gate import confidence, default_params, gate_score
@@ -372,16 +372,6 @@ def fmt(ms: float | None) -> str:
 
 def ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None else f"{a / b:.2f}x"
-
-
-def tree_state() -> str:
-    """The commit measured, and whether tracked files differed from it."""
-    done = subprocess.run(
-        ["git", "-C", str(HERE), "describe", "--always", "--dirty"],
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip() or "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
