@@ -122,8 +122,11 @@ def test_unchanged_rebuild_embeds_nothing_and_one_page_edit_only_its_units(
     config = make_site(PAGES)
     _calls, cold, _ = _embedding_counts(mkdocs_build(config).stderr)
     assert cold > 5
+    cold_bundle = bundle_path(config.parent / "site").read_bytes()
     calls, embedded, cached = _embedding_counts(mkdocs_build(config).stderr)
     assert (calls, embedded, cached) == (0, 0, cold)
+    # MkDocs cleaned site/; the unchanged build put the same bundle back.
+    assert bundle_path(config.parent / "site").read_bytes() == cold_bundle
 
     guide = config.parent / "docs" / "guide.md"
     guide.write_text(guide.read_text().replace("error E401", "error E403"), encoding="utf-8")
@@ -288,3 +291,16 @@ def test_example_site_units_land_on_real_anchors_and_changelog_ids_differ(
     assert len(fixed) >= 4 and len({u.url for u in fixed}) == len(fixed)
     assert any(u.title == "Edge cases & errors" for u in bundle.units)
     assert any(any("\u4e00" <= ch <= "\u9fff" for ch in u.title) for u in bundle.units)
+
+
+def test_changed_option_is_not_served_from_the_last_build(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    long_text = "".join(f"<p>Paragraph {i} about caching and rebuilds.</p>" for i in range(60))
+    (site / "index.html").write_text(f"<main><h1 id='a'>A</h1>{long_text}</main>")
+    base = IndexOptions(embedder=EmbedderSpec(name="none"), cache_dir=str(tmp_path / "c"))
+    wide = index_site(site, base)
+    narrow = index_site(site, IndexOptions(**{**base.__dict__, "max_section_chars": 500}))
+    assert narrow.units > wide.units
+    again = index_site(site, base)
+    assert again.units == wide.units

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # A "word" character: letters, marks and digits of any script (the \w class minus "_").
 _WORD = r"[^\W_]"
@@ -48,6 +49,7 @@ def _is_unspaced_script(ch: str) -> bool:
 _VOWELS = set("aeiouy")
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """Light English stemming of a lowercase ASCII word (see the module docstring)."""
     if len(word) < 4 or not word.isascii() or not word.isalpha():
@@ -108,8 +110,20 @@ def _word_tokens(word: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """Tokens of ``text`` in order, duplicates kept (BM25 needs term frequencies)."""
     tokens: list[str] = []
-    for match in _COMPOUND.finditer(normalize(text)):
-        compound = match.group(0)
+    for compound in _COMPOUND.findall(normalize(text)):
+        if compound.isascii():
+            # Fast path for the common case; same tokens as the general path below.
+            if compound.isalnum():
+                if len(compound) > 1 or compound.isdigit():
+                    tokens.append(stem(compound[:_MAX_TOKEN_CHARS]))
+                continue
+            parts = _PART.findall(compound)
+            if compound != parts[0]:
+                tokens.append(compound[:_MAX_TOKEN_CHARS])
+            tokens.extend(
+                stem(p[:_MAX_TOKEN_CHARS]) for p in parts if len(p) > 1 or p.isdigit()
+            )
+            continue
         parts = _PART.findall(compound)
         if compound != parts[0] and not any(_is_unspaced_script(c) for c in compound):
             tokens.append(compound[:_MAX_TOKEN_CHARS])

@@ -7,7 +7,9 @@ written atomically, so a failed build leaves the previous bundle in place.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import hashlib
 import logging
 import os
 import time
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import numpy as np
 
 from .. import __version__
@@ -141,6 +144,66 @@ def _embed(
     return out
 
 
+LAST_BUILD_NAME = "last-build.msgpack"
+
+
+def _build_key(
+    options: IndexOptions,
+    embedder: Embedder | None,
+    sources: Sequence[PageSource],
+    contents: Sequence[bytes],
+) -> bytes:
+    """Everything a bundle depends on: our version, the options, the embedder and every
+    page's url, flags and bytes. Equal keys give equal bundles."""
+    digest = hashlib.sha256(f"{__version__}\0{VERSION}\0{options!r}\0".encode())
+    if embedder is not None:
+        digest.update(f"{embedder.name}/{embedder.model}/{embedder.dims}\0".encode())
+    for source, raw in zip(sources, contents, strict=True):
+        digest.update(f"{source.url}\0{source.excluded}\0{source.src}\0".encode())
+        digest.update(hashlib.sha256(raw).digest())
+    return digest.digest()
+
+
+@dataclass
+class LastBuild:
+    """The previous build's bundle, kept in the cache dir: an unchanged rebuild copies it
+    back (MkDocs cleans site/ on every build) instead of parsing, tokenising and
+    calibrating the whole site again."""
+
+    path: Path
+
+    def restore(self, key: bytes, report: BuildReport, warn: Callable[[str], None]) -> bool:
+        try:
+            saved = msgpack.unpackb(self.path.read_bytes(), raw=False)
+            if saved["key"] != key:
+                return False
+            bundle = saved["bundle"]
+            if not (report.path.exists() and report.path.read_bytes() == bundle):
+                write_atomic(report.path, bundle)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise BuildError(f"cannot write {report.path}: {exc.strerror}") from None
+        except Exception:  # an unreadable record only costs a full build
+            return False
+        report.pages, report.units = saved["pages"], saved["units"]
+        report.bundle_bytes, report.cached = len(bundle), saved["units"]
+        for message in saved["warnings"]:
+            warn(message)
+        return True
+
+    def save(self, key: bytes, bundle: bytes, report: BuildReport) -> None:
+        record = {
+            "key": key,
+            "bundle": bundle,
+            "pages": report.pages,
+            "units": report.units,
+            "warnings": list(report.warnings),
+        }
+        with contextlib.suppress(OSError):  # then the next build is a full one
+            write_atomic(self.path, msgpack.packb(record, use_bin_type=True))
+
+
 def _check_writable(site_dir: Path) -> None:
     target = site_dir / BUNDLE_DIR
     probe = target if target.exists() else site_dir
@@ -184,13 +247,20 @@ def index_site(
         warnings=warnings,
     )
     sources = list(pages) if pages is not None else collect_pages(site)
-    page_rows: list[dict[str, Any]] = []
-    units: list[Unit] = []
+    contents = []
     for source in sources:
         try:
-            raw = source.path.read_bytes()
+            contents.append(source.path.read_bytes())
         except OSError as exc:
             raise BuildError(f"{source.path}: cannot read ({exc.strerror})") from None
+    key = _build_key(options, embedder, sources, contents)
+    last = LastBuild(Path(options.cache_dir) / LAST_BUILD_NAME)
+    if last.restore(key, report, _warn):
+        report.index_seconds = report.seconds = time.perf_counter() - started
+        return report
+    page_rows: list[dict[str, Any]] = []
+    units: list[Unit] = []
+    for source, raw in zip(sources, contents, strict=True):
         try:
             parsed = parse_page(raw, str(source.path))
         except PageError as exc:
@@ -284,5 +354,6 @@ def index_site(
     except OSError as exc:
         raise BuildError(f"cannot write {report.path}: {exc.strerror}") from None
     report.bundle_bytes = len(payload)
+    last.save(key, payload, report)
     report.seconds = time.perf_counter() - started
     return report
