@@ -13,12 +13,19 @@ extra bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from .topk import smallest
+
 LAYOUT = "word-major"
 WORD_BITS = 64
+# From this size on, the Hamming scan goes through faiss's IndexBinaryFlat when faiss is
+# installed (pip install faiss-cpu): a compiled popcount loop, ~10x numpy at 1M units.
+# Pinned to one thread: two threads stall erratically on small VMs (FIELD-NOTES).
+FAISS_MIN_UNITS = 100_000
 
 
 def sign_bits(vectors: np.ndarray, center: np.ndarray | None = None) -> np.ndarray:
@@ -46,6 +53,7 @@ class DenseIndex:
     words: np.ndarray  # (dims/64, n) uint64, read-only view of the bundle
     dims: int
     center: np.ndarray  # (dims,) float32; zeros when the embedder needs no centring
+    _faiss: Any = field(default=None, repr=False)  # built on first use, see FAISS_MIN_UNITS
 
     @classmethod
     def from_bytes(cls, bits: bytes, count: int, dims: int, center: np.ndarray) -> DenseIndex:
@@ -69,6 +77,26 @@ class DenseIndex:
             dist += np.bitwise_count(self.words[w] ^ q[w])
         return dist
 
+    def _faiss_candidates(self, query: np.ndarray, k: int) -> np.ndarray | None:
+        """Hamming top-k through faiss, or None when faiss is not installed."""
+        if self._faiss is None:
+            try:
+                import faiss
+            except ImportError:
+                self._faiss = False
+                return None
+            faiss.omp_set_num_threads(1)
+            index = faiss.IndexBinaryFlat(self.dims)
+            rows = np.ascontiguousarray(self.words.T).astype(">u8").view(np.uint8)
+            index.add(rows)
+            self._faiss = index
+        if self._faiss is False:
+            return None
+        q = np.packbits((query - self.center) > 0)[None, :]
+        _dist, labels = self._faiss.search(q, k)
+        found: np.ndarray = labels[0][labels[0] >= 0].astype(np.int64)
+        return found
+
     def unit_signs(self, rows: np.ndarray) -> np.ndarray:
         """The ±1 vectors of the given units, (len(rows), dims) float32."""
         words = self.words[:, rows].T.astype(">u8")  # back to big-endian bit order
@@ -82,9 +110,9 @@ class DenseIndex:
         n = self.count
         if n == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        dist = self.hamming(query)
-        k = min(candidates, n)
-        rows = np.argpartition(dist, k - 1)[:k] if k < n else np.arange(n)
+        rows = self._faiss_candidates(query, candidates) if n >= FAISS_MIN_UNITS else None
+        if rows is None:
+            rows = smallest(self.hamming(query), candidates)
         centred = (query - self.center).astype(np.float32)
         norm = float(np.linalg.norm(centred)) * np.sqrt(self.dims)
         scores = self.unit_signs(rows) @ centred / (norm or 1.0)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .lexical import StoredIndex, idf
+from .topk import smallest
 
 
 class NumpyLexical(StoredIndex):
@@ -26,33 +27,30 @@ class NumpyLexical(StoredIndex):
         starts = self.offsets[:-1]
         lengths_per_term = np.diff(self.offsets)
         base = np.where(starts > 0, running[np.maximum(starts - 1, 0)], 0) if len(gaps) else starts
-        self.docs = running - np.repeat(base, lengths_per_term)
-        self.tfs = np.frombuffer(block["tfs"], dtype=np.uint8).astype(np.float64)
+        self.docs = (running - np.repeat(base, lengths_per_term)).astype(np.int32)
+        tfs = np.frombuffer(block["tfs"], dtype=np.uint8).astype(np.float64)
         lengths = np.frombuffer(block["lengths"], dtype="<u4").astype(np.float64)
         self.norms = self.k1 * (1.0 - self.b + self.b * lengths / self.avg_length)
+        # Each posting's saturated term frequency, computed once: a query then only
+        # multiplies by the term's idf and adds.
+        k1p1 = self.k1 + 1.0
+        self.contributions = (tfs * k1p1) / (tfs + self.norms[self.docs]) + self.delta
 
     def scores(self, terms: Sequence[str]) -> np.ndarray:
         """BM25+ score of every unit (zeros where no term matches)."""
         out = np.zeros(self.count, dtype=np.float64)
-        k1p1 = self.k1 + 1.0
         for term in dict.fromkeys(terms):
             i = self.vocabulary.get(term)
             if i is None:
                 continue
             start, end = int(self.offsets[i]), int(self.offsets[i + 1])
             weight = idf(self.count, end - start)
-            docs = self.docs[start:end]
-            tf = self.tfs[start:end]
-            out[docs] += weight * ((tf * k1p1) / (tf + self.norms[docs]) + self.delta)
+            out[self.docs[start:end]] += weight * self.contributions[start:end]
         return out
 
     def search(self, terms: Sequence[str], limit: int = 50) -> list[tuple[int, float]]:
         """Top units as (unit index, score), best first; ties go to the earlier unit."""
         scores = self.scores(terms)
         hits = np.flatnonzero(scores)
-        if len(hits) > limit:
-            part = np.argpartition(-scores[hits], limit - 1)[:limit]
-            cutoff = scores[hits][part].min()
-            hits = hits[scores[hits] >= cutoff]  # keep ties at the edge, then sort
-        order = np.lexsort((hits, -scores[hits]))[:limit]
-        return [(int(hits[j]), float(scores[hits[j]])) for j in order]
+        best = hits[smallest(-scores[hits], limit)]
+        return [(int(u), float(scores[u])) for u in best]
