@@ -218,6 +218,7 @@ class Site:
     gate: dict[str, Any]
     page_units: dict[str, list[int]]
     embedder_error: str | None = None
+    unit_rows: dict[str, int] = field(default_factory=dict)  # unit id -> row
 
     @property
     def name(self) -> str:
@@ -376,4 +377,5 @@ def load_site(site_dir: Path, prefix: str, settings: Settings) -> Site:
         gate=bundle.gate,
         page_units=page_units,
         embedder_error=error,
+        unit_rows={u.id: i for i, u in enumerate(bundle.units)},
     )
