@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from .bundle import BundleError
 from .index.build import BuildError, index_site
 from .settings import Settings, SettingsError, load_settings
+from .static_assets import BrowserRuntimeError, fetch_browser_runtime
 from .turn import Runtime, load_runtime
 from .types import AskRequest, RequestError, Result, parse_ask_request
 
@@ -134,6 +135,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fetch_browser_runtime(args: argparse.Namespace) -> int:
+    fetch_browser_runtime(args.dest, log=print)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="docpilot", description="Grounded, cited answers for a documentation site."
@@ -162,6 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--page", help="the page the reader is on, e.g. /guide/setup/")
     ask.add_argument("--config", help="runtime settings file (TOML)")
     ask.set_defaults(run=cmd_ask)
+
+    fetch = verbs.add_parser(
+        "fetch-browser-runtime",
+        help="download the pinned Pyodide core (with npm) for offline builds of the widget",
+    )
+    fetch.add_argument("--dest", help="where to put it (default: the user's cache directory)")
+    fetch.set_defaults(run=cmd_fetch_browser_runtime)
     return parser
 
 
@@ -173,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return int(args.run(args))
-    except (BuildError, BundleError, SettingsError, RequestError) as exc:
+    except (BuildError, BundleError, SettingsError, RequestError, BrowserRuntimeError) as exc:
         print(f"docpilot: error: {exc}", file=sys.stderr)
         return 2
 

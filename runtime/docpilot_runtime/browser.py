@@ -1,0 +1,389 @@
+"""What the widget's Pyodide worker calls: the credential check, and static mode.
+
+Static mode answers with no server at all. A turn runs the server's stages 1-3 in
+lexical mode: the credential check, social openers, BM25+ over the bundle's lexical
+block with the same signals and the same calibrated lexical gate, then `passages` (the
+best excerpts, cited) or a `refusal` with the closest pages. The result object is the
+server's `Result.to_dict()`, field for field (`tests/test_static_assets.py` holds the
+two equal on a real site).
+
+Pure Python, and neither numpy nor msgpack: static mode reads `docpilot/static.json`,
+the part of the bundle it needs, written next to the bundle at build time
+(`static_index_json`, called by `static_assets.install_browser_runtime`). Measured in
+Pyodide under Node, decoding that JSON costs about as much as msgpack's Pyodide wheel
+decoding the whole bundle (9-13 ms against 4-6 ms for the Material corpus), and it
+saves loading the wheel (0.2 s) and shipping it: the browser needs Pyodide's core
+files and our own wheel, nothing else.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .credentials import credential_reply, find_credential
+from .gate import Signals, confidence, default_params, gate_score, margin
+from .lexical import LexicalIndex, ceiling_floor, idf, term_ceiling
+from .passages import passages_markdown
+from .social import match_social
+from .tokenize import query_terms
+from .types import (
+    AskRequest,
+    Citation,
+    HistoryItem,
+    Limits,
+    PageRef,
+    RequestError,
+    Result,
+    parse_ask_request,
+)
+
+STATIC_FORMAT = "docpilot-static"
+STATIC_VERSION = 1
+STATIC_NAME = "static.json"  # beside bundle.msgpack, in <site_dir>/docpilot/
+_BINARY_BLOCKS = ("terms", "offsets", "docs", "tfs", "lengths")
+
+# The server's retrieval constants for lexical mode (retrieval.py): how deep the BM25
+# list goes, how many units the answer quotes, how many of the reader's page come first.
+CHANNEL_DEPTH = 50
+POOL = 30
+ANSWER_UNITS = 4
+PAGE_UNITS = 2
+CLOSEST_PAGES = 5
+MIN_RANKED = 10
+
+
+class StaticIndexError(ValueError):
+    """A static index that cannot be used; the message names the file and the field."""
+
+
+# --- The static index: written at build time, read in the browser -----------------------
+
+
+def static_index(bundle: Mapping[str, Any], bundle_hash: str) -> dict[str, Any]:
+    """The part of a decoded bundle that static mode reads, as plain JSON values.
+
+    ``bundle_hash`` is the sha256 of the bundle's bytes, so results name the same
+    bundle as the server's would. Binary lexical blocks travel as base64."""
+    lexical = {
+        key: base64.b64encode(value).decode("ascii") if key in _BINARY_BLOCKS else value
+        for key, value in bundle["lexical"].items()
+    }
+    gate = bundle.get("gate") or {}
+    return {
+        "format": STATIC_FORMAT,
+        "version": STATIC_VERSION,
+        "bundle_hash": bundle_hash,
+        "bundle_version": bundle.get("version"),
+        "site": {"name": (bundle.get("site") or {}).get("name") or ""},
+        "pages": [{"url": p["url"], "title": p["title"]} for p in bundle["pages"]],
+        "units": [
+            {
+                "id": u["id"],
+                "url": u["url"],
+                "title": u["title"],
+                "text": u["text"],
+                "page": u["page"],
+            }
+            for u in bundle["units"]
+        ],
+        "lexical": lexical,
+        "gate": {"lexical": gate["lexical"]} if isinstance(gate.get("lexical"), dict) else {},
+    }
+
+
+def static_index_json(bundle: Mapping[str, Any], bundle_hash: str) -> bytes:
+    """``static_index`` as UTF-8 JSON bytes; equal bundles give equal bytes."""
+    text = json.dumps(
+        static_index(bundle, bundle_hash), ensure_ascii=False, sort_keys=True, separators=(",", ":")
+    )
+    return text.encode("utf-8")
+
+
+def _field(data: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    value = data.get(key)
+    if not isinstance(value, kind):
+        raise StaticIndexError(
+            f"{where}: field {key!r} should be {kind.__name__}, found {type(value).__name__}"
+        )
+    return value
+
+
+# --- The engine: the server's lexical mode, over the static index ------------------------
+
+
+@dataclass(frozen=True)
+class StaticUnit:
+    id: str
+    url: str
+    title: str
+    text: str
+    page: int
+
+
+@dataclass
+class _Ranking:
+    order: list[int]
+    signals: Signals
+    lexical: list[tuple[int, float]]
+
+
+@dataclass
+class _Retrieval:
+    ranking: _Ranking
+    passed: bool
+    confidence: int
+    rescued: bool
+    page_first: list[int] = field(default_factory=list)
+
+    def ordered(self) -> list[int]:
+        rest = [u for u in self.ranking.order if u not in self.page_first]
+        return [*self.page_first, *rest]
+
+
+def lexical_signals(
+    index: LexicalIndex, terms: Sequence[str], hits: Sequence[tuple[int, float]]
+) -> tuple[float, float]:
+    """(strength, margin) of a BM25+ list, as ``retrieval.Searcher.lexical_signals``:
+    best score over the most the terms could score (never under ``ceiling_floor``), and
+    best minus the mean of the next four, over best."""
+    ceiling = max(
+        sum(
+            term_ceiling(idf(index.count, index.document_frequency(t)))
+            for t in dict.fromkeys(terms)
+        ),
+        ceiling_floor(index.count),
+    )
+    if not hits or ceiling <= 0:
+        return 0.0, 0.0
+    scores = [s for _, s in hits]
+    strength = min(scores[0] / ceiling, 1.0)
+    return strength, margin(scores, 4) / scores[0]
+
+
+def composed_question(history: Sequence[HistoryItem], question: str) -> str | None:
+    """The follow-up composed with the last answered question (and the one before it
+    when that turn was itself rescued), as ``retrieval._composed_question``."""
+    answered = [h for h in history if h.kind in ("answer", "passages")]
+    if not answered:
+        return None
+    last = answered[-1]
+    parts = [last.question]
+    if last.rescued and len(answered) > 1:
+        parts.insert(0, answered[-2].question)
+    return " ".join([*parts, question])
+
+
+class StaticSite:
+    """One site's static index, decoded once, answering in lexical mode."""
+
+    def __init__(self, data: Mapping[str, Any], where: str, prefix: str = "/") -> None:
+        if data.get("format") != STATIC_FORMAT:
+            raise StaticIndexError(
+                f"{where}: field 'format' should be {STATIC_FORMAT!r}, found "
+                f"{data.get('format')!r}; static mode reads docpilot/{STATIC_NAME}"
+            )
+        if data.get("version") != STATIC_VERSION:
+            raise StaticIndexError(
+                f"{where}: field 'version' is {data.get('version')!r}, this runtime reads "
+                f"version {STATIC_VERSION}; rebuild the site with the same DocPilot version"
+            )
+        self.bundle_hash = str(_field(data, "bundle_hash", str, where))
+        self.name = str(_field(data, "site", dict, where).get("name") or "this site")
+        self.pages = [
+            PageRef(url=str(p["url"]), title=str(p["title"]))
+            for p in _field(data, "pages", list, where)
+        ]
+        self.units = [
+            StaticUnit(
+                id=str(u["id"]),
+                url=str(u["url"]),
+                title=str(u["title"]),
+                text=str(u["text"]),
+                page=int(u["page"]),
+            )
+            for u in _field(data, "units", list, where)
+        ]
+        block = dict(_field(data, "lexical", dict, where))
+        for key in _BINARY_BLOCKS:
+            block[key] = base64.b64decode(block[key])
+        self.index = LexicalIndex(block)
+        gate = _field(data, "gate", dict, where).get("lexical")
+        self.gate = gate if isinstance(gate, dict) else default_params("lexical")
+        self.prefix = prefix if prefix.endswith("/") else prefix + "/"
+        self.page_units: dict[str, list[int]] = {}
+        for i, unit in enumerate(self.units):
+            self.page_units.setdefault(self.pages[unit.page].url, []).append(i)
+
+    def search(self, text: str) -> _Ranking:
+        terms = query_terms(text)
+        hits = self.index.search(terms, CHANNEL_DEPTH)
+        strength, lexical_margin = lexical_signals(self.index, terms, hits)
+        signals = Signals(lexical_strength=strength, lexical_margin=lexical_margin)
+        return _Ranking(order=[u for u, _ in hits[:POOL]], signals=signals, lexical=hits)
+
+    def judge(self, ranking: _Ranking) -> tuple[bool, int]:
+        score = gate_score(ranking.signals, self.gate)
+        threshold = float(self.gate["threshold"])
+        return score >= threshold, confidence(score, threshold)
+
+    def retrieve(self, request: AskRequest) -> _Retrieval:
+        ranking = self.search(request.question)
+        passed, conf = self.judge(ranking)
+        rescued = False
+        composed = composed_question(request.history, request.question)
+        if composed is not None:
+            composed_ranking = self.search(composed)
+            c_passed, c_conf = self.judge(composed_ranking)
+            if c_passed and not passed:
+                ranking, passed, conf, rescued = composed_ranking, True, c_conf, True
+        page_first = self._page_first(request.page, ranking) if request.page else []
+        return _Retrieval(ranking, passed, conf, rescued, page_first)
+
+    def _page_first(self, page: str, ranking: _Ranking) -> list[int]:
+        """The reader's page's two closest units first, as ``retrieval.Site._page_first``."""
+        path = page.split("#", 1)[0].split("?", 1)[0]
+        if self.prefix != "/" and path.startswith(self.prefix):
+            path = "/" + path[len(self.prefix) :]
+        candidates = self.page_units.get(path) or self.page_units.get(path.rstrip("/") + "/")
+        if not candidates:
+            return []
+        rank = {u: i for i, u in enumerate(ranking.order)}
+        lexical_rank = {u: i for i, (u, _) in enumerate(ranking.lexical)}
+        best = sorted(
+            candidates,
+            key=lambda u: (rank.get(u, len(rank)), lexical_rank.get(u, len(lexical_rank)), u),
+        )
+        return best[:PAGE_UNITS]
+
+    def ranked_ids(self, retrieval: _Retrieval) -> list[str]:
+        order = retrieval.ordered()
+        seen = set(order)
+        for unit, _ in retrieval.ranking.lexical:
+            if len(order) >= MIN_RANKED:
+                break
+            if unit not in seen:
+                order.append(unit)
+                seen.add(unit)
+        return [self.units[u].id for u in order]
+
+    def closest_pages(self, retrieval: _Retrieval) -> list[PageRef]:
+        pages: list[PageRef] = []
+        seen: set[int] = set()
+        for unit in retrieval.ordered():
+            page = self.units[unit].page
+            if page not in seen:
+                seen.add(page)
+                pages.append(self.pages[page])
+            if len(pages) >= CLOSEST_PAGES:
+                break
+        return pages
+
+    def refusal_markdown(self, closest: list[PageRef]) -> str:
+        lines = [f"The {self.name} documentation does not seem to cover this, so I won't guess."]
+        if closest:
+            lines += ["", "These pages are the closest matches:", ""]
+            lines.extend(f"- [{p.title or p.url}]({p.url})" for p in closest)
+        return "\n".join(lines)
+
+    def ask(self, request: AskRequest) -> Result:
+        """One turn in lexical mode: the server's stages 1-3, then passages or refusal."""
+        base: dict[str, Any] = {"turn_id": uuid.uuid4().hex, "bundle_hash": self.bundle_hash}
+        found = find_credential(request.question)
+        if found is None and request.quote:
+            found = find_credential(request.quote)
+        if found is not None:
+            return Result(
+                kind="credential",
+                markdown=credential_reply(found),
+                credential_kind=found.kind,
+                **base,
+            )
+        social = match_social(request.question, self.name)
+        if social is not None:
+            return Result(kind="social", markdown=social.markdown, **base)
+        retrieval = self.retrieve(request)
+        common: dict[str, Any] = {
+            **base,
+            "confidence": retrieval.confidence,
+            "retriever": "lexical",
+            "rescued": retrieval.rescued,
+            "ranked": self.ranked_ids(retrieval),
+        }
+        if not retrieval.passed:
+            closest = self.closest_pages(retrieval)
+            return Result(
+                kind="refusal",
+                markdown=self.refusal_markdown(closest),
+                closest=closest,
+                **common,
+            )
+        units = [self.units[u] for u in retrieval.ordered()[:ANSWER_UNITS]]
+        citations = [
+            Citation(n=i + 1, id=u.id, url=u.url, title=u.title) for i, u in enumerate(units)
+        ]
+        return Result(
+            kind="passages",
+            markdown=passages_markdown(request.question, units),
+            citations=citations,
+            **common,
+        )
+
+
+# --- The worker's entry points -----------------------------------------------------------
+
+_site: StaticSite | None = None
+
+
+def check(question: str) -> dict[str, Any]:
+    """The credential check alone, for the widget before it sends anything anywhere:
+    ``{"credential": {kind, label, markdown, start, end}}`` or ``{"credential": None}``."""
+    found = find_credential(question)
+    if found is None:
+        return {"credential": None}
+    return {
+        "credential": {
+            "kind": found.kind,
+            "label": found.label,
+            "markdown": credential_reply(found),
+            "start": found.start,
+            "end": found.end,
+        }
+    }
+
+
+def load_static(data: str | bytes, prefix: str = "/", where: str = STATIC_NAME) -> None:
+    """Decode the static index (the text or bytes of ``docpilot/static.json``) for
+    ``ask_static``. ``prefix`` is the site's URL path, for the reader's ``page``."""
+    global _site
+    try:
+        decoded = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise StaticIndexError(
+            f"{where}: not a static index ({exc.__class__.__name__}); static mode reads "
+            f"docpilot/{STATIC_NAME}, not the msgpack bundle"
+        ) from None
+    if not isinstance(decoded, dict):
+        raise StaticIndexError(f"{where}: expected a JSON object at the top level")
+    _site = StaticSite(decoded, where, prefix)
+
+
+def ask_static(request_json: str) -> str:
+    """One turn in static mode. Takes the JSON body of ``POST /api/ask``; returns the
+    result object as JSON, or ``{"error": {field, message, limit?}}`` for a request the
+    server would refuse with 400."""
+    if _site is None:
+        raise RuntimeError("static mode: load_static() has not loaded an index yet")
+    try:
+        try:
+            body = json.loads(request_json)
+        except (ValueError, RecursionError):
+            raise RequestError("body", "is not valid JSON") from None
+        request = parse_ask_request(body, Limits())
+    except RequestError as exc:
+        return json.dumps(exc.to_dict(), ensure_ascii=False)
+    return json.dumps(_site.ask(request).to_dict(), ensure_ascii=False)

@@ -1,0 +1,338 @@
+"""The browser runtime in the built site: Pyodide's core, our browser wheel, static mode's index.
+
+`install_browser_runtime` fills ``<site_dir>/docpilot/pyodide/`` with what the widget's
+worker (``widget/worker.js``, served as ``<site_dir>/docpilot/worker.js``) loads:
+
+* the pinned Pyodide core files (``PYODIDE_FILES``), unless the owner serves Pyodide
+  from a URL of their own (``pyodide_url``);
+* ``docpilot_browser-<version>+<hash>-py3-none-any.whl``: the pure-Python browser core
+  (``BROWSER_MODULES``), named by its content so a browser never pairs a cached old
+  wheel with a new lock file;
+* ``docpilot-lock.json``: a Pyodide lock file that lists only that wheel, so nothing is
+  looked up on a CDN.
+
+and, for static mode, writes ``<site_dir>/docpilot/static.json`` from the bundle
+(`browser.static_index_json`). The browser needs no other package: not numpy, and not
+msgpack either (static mode reads JSON; see `browser`).
+
+Pyodide's binaries are never committed to git. An offline build finds them, in order:
+``$DOCPILOT_PYODIDE_DIR``; ``node_modules/pyodide`` in the current directory or one
+above it, or above this package (``npm install`` with this repository's package.json,
+or ``npm install pyodide@<version>`` in the docs project); the cache directory
+``~/.cache/docpilot/pyodide-<version>/`` that ``docpilot fetch-browser-runtime`` fills
+from the npm registry with the ordinary ``npm`` client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import zipfile
+from base64 import urlsafe_b64encode
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .browser import STATIC_NAME, static_index_json
+from .bundle import BUNDLE_DIR, load_bundle, write_atomic
+
+_logger = logging.getLogger("docpilot.browser")
+
+PYODIDE_VERSION = "314.0.7"
+# The `info` of that version's own pyodide-lock.json: Pyodide refuses a lock file whose
+# ABI differs from its own (tests/test_static_assets.py compares it with node_modules).
+PYODIDE_LOCK_INFO = {
+    "abi_version": "2026_0",
+    "arch": "wasm32",
+    "platform": "emscripten_5_0_3",
+    "python": "3.14.2",
+}
+# What the worker loads from Pyodide's core. Its pyodide-lock.json is not needed: the
+# worker passes our own lock file, and the core's lists wheels the npm package lacks.
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
+PYODIDE_DIR_ENV = "DOCPILOT_PYODIDE_DIR"
+RUNTIME_DIR = "pyodide"  # under <site_dir>/docpilot/
+LOCK_NAME = "docpilot-lock.json"
+WHEEL_DIST = "docpilot_browser"
+WHEEL_PACKAGE = "docpilot-browser"  # its name in the lock file, for loadPackage()
+# The browser core: pure Python, standard library only (test_static_assets.py checks that
+# `browser`'s imports stay inside this list).
+BROWSER_MODULES = (
+    "__init__",
+    "browser",
+    "credential_patterns",
+    "credentials",
+    "gate",
+    "lexical",
+    "passages",
+    "social",
+    "tokenize",
+    "types",
+)
+# Where this package is installed: node_modules/pyodide is also looked for above it.
+PACKAGE_DIR = Path(__file__).resolve().parent
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed, so equal sources give equal wheel bytes
+
+Log = Callable[[str], None]
+
+
+class BrowserRuntimeError(RuntimeError):
+    """The browser runtime cannot be installed; the message says what is missing and
+    the ways to provide it."""
+
+
+@dataclass(frozen=True)
+class PyodideSource:
+    """A directory holding the pinned Pyodide core files, and how it was found."""
+
+    path: Path
+    origin: str
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/docpilot/pyodide-<version>`` (``~/.cache`` by default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "docpilot" / f"pyodide-{PYODIDE_VERSION}"
+
+
+def _problem(directory: Path) -> str | None:
+    """Why ``directory`` is not the pinned Pyodide core, or None when it is."""
+    missing = [name for name in PYODIDE_FILES if not (directory / name).is_file()]
+    if missing:
+        return f"{directory} lacks {', '.join(missing)}"
+    # pyodide.mjs names its own version as a string literal ("314.0.7").
+    if f'"{PYODIDE_VERSION}"'.encode() not in (directory / "pyodide.mjs").read_bytes():
+        return f"{directory} holds another Pyodide version than {PYODIDE_VERSION}"
+    return None
+
+
+def _upward(*starts: Path) -> list[Path]:
+    """Each start and its parents, in order, each directory once."""
+    seen: dict[Path, None] = {}
+    for start in starts:
+        seen.update(dict.fromkeys((start, *start.parents)))
+    return list(seen)
+
+
+def find_pyodide(start: Path | None = None) -> PyodideSource:
+    """The pinned Pyodide core: ``$DOCPILOT_PYODIDE_DIR``, else ``node_modules/pyodide``
+    from ``start`` (the current directory) upward, then from this package upward (a
+    source checkout, or a virtualenv inside the project), else the fetch command's cache."""
+    explicit = os.environ.get(PYODIDE_DIR_ENV)
+    if explicit:
+        problem = _problem(Path(explicit))
+        if problem:
+            raise BrowserRuntimeError(f"{PYODIDE_DIR_ENV}: {problem}")
+        return PyodideSource(Path(explicit), PYODIDE_DIR_ENV)
+    notes = []
+    for directory in _upward((start or Path.cwd()).resolve(), PACKAGE_DIR):
+        candidate = directory / "node_modules" / "pyodide"
+        if candidate.is_dir():
+            problem = _problem(candidate)
+            if problem is None:
+                return PyodideSource(candidate, "node_modules")
+            notes.append(problem)
+    cached = cache_dir()
+    if _problem(cached) is None:
+        return PyodideSource(cached, "cache")
+    seen = f" (seen: {'; '.join(notes)})" if notes else ""
+    raise BrowserRuntimeError(
+        f"the browser runtime needs Pyodide {PYODIDE_VERSION}'s core files and none were "
+        f"found{seen}. Provide them one of three ways: set {PYODIDE_DIR_ENV} to a directory "
+        f"holding {', '.join(PYODIDE_FILES)}; or run `npm install pyodide@{PYODIDE_VERSION}` "
+        f"in the project (node_modules/pyodide is found from the current directory upward); "
+        f"or run `docpilot fetch-browser-runtime` once, which fills {cached}. "
+        "Or configure a Pyodide URL to load it from at run time instead."
+    )
+
+
+def _module_sources() -> dict[str, bytes]:
+    here = Path(__file__).parent
+    return {name: (here / f"{name}.py").read_bytes() for name in BROWSER_MODULES}
+
+
+def _record_hash(data: bytes) -> str:
+    digest = urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest}"
+
+
+def browser_wheel() -> tuple[str, bytes]:
+    """(file name, bytes) of the browser core's wheel; equal sources give equal bytes.
+
+    Its version carries a hash of the sources as a local label (``0.1.0+1a2b3c4d``)."""
+    sources = _module_sources()
+    content = hashlib.sha256()
+    for name, data in sources.items():
+        content.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    version = f"{__version__}+{content.hexdigest()[:12]}"
+    info_dir = f"{WHEEL_DIST}-{version}.dist-info"
+    files = {f"docpilot_runtime/{name}.py": data for name, data in sources.items()}
+    files[f"{info_dir}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: {WHEEL_PACKAGE}\nVersion: {version}\n"
+        "Summary: DocPilot's browser core (credential check, social openers, lexical "
+        "static mode), for Pyodide\n"
+    ).encode()
+    files[f"{info_dir}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: docpilot\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    record = [f"{path},{_record_hash(data)},{len(data)}" for path, data in files.items()]
+    files[f"{info_dir}/RECORD"] = ("\n".join([*record, f"{info_dir}/RECORD,,"]) + "\n").encode()
+    buffer = _zip(files)
+    return f"{WHEEL_DIST}-{version}-py3-none-any.whl", buffer
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    with tempfile.SpooledTemporaryFile() as raw:
+        with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path, data in files.items():
+                entry = zipfile.ZipInfo(path, date_time=_ZIP_TIME)
+                entry.external_attr = 0o644 << 16
+                entry.compress_type = zipfile.ZIP_DEFLATED
+                archive.writestr(entry, data)
+        raw.seek(0)
+        return raw.read()
+
+
+def browser_lock(wheel_name: str, wheel: bytes) -> dict[str, Any]:
+    """A Pyodide lock file listing only the browser wheel (relative to the lock file)."""
+    version = wheel_name.split("-")[1]
+    return {
+        "info": dict(PYODIDE_LOCK_INFO),
+        "packages": {
+            WHEEL_PACKAGE: {
+                "name": WHEEL_PACKAGE,
+                "version": version,
+                "file_name": wheel_name,
+                "install_dir": "site",
+                "sha256": hashlib.sha256(wheel).hexdigest(),
+                "package_type": "package",
+                "imports": ["docpilot_runtime"],
+                "depends": [],
+                "unvendored_tests": False,
+            }
+        },
+    }
+
+
+def _write_if_changed(path: Path, data: bytes) -> bool:
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    write_atomic(path, data)
+    return True
+
+
+def _copy_if_changed(source: Path, target: Path) -> bool:
+    """Copy unless ``target`` already has the source's size and modification time
+    (copy2 keeps the time, so an unchanged rebuild copies nothing)."""
+    src = source.stat()
+    try:
+        dst = target.stat()
+        if dst.st_size == src.st_size and dst.st_mtime_ns == src.st_mtime_ns:
+            return False
+    except FileNotFoundError:
+        pass
+    partial = target.with_name(f".{target.name}.tmp")
+    shutil.copy2(source, partial)
+    os.replace(partial, target)
+    return True
+
+
+def write_static_index(site_dir: str | os.PathLike[str]) -> Path:
+    """Write ``<site_dir>/docpilot/static.json`` from the site's bundle (unchanged bytes
+    are not rewritten); return its path."""
+    bundle = load_bundle(site_dir)
+    path = Path(site_dir) / BUNDLE_DIR / STATIC_NAME
+    _write_if_changed(path, static_index_json(bundle.data, bundle.hash))
+    return path
+
+
+def install_browser_runtime(
+    site_dir: str | os.PathLike[str],
+    pyodide_url: str | None = None,
+    log: Log = _logger.info,
+    static_mode: bool = True,
+) -> None:
+    """Install what the widget's worker loads into ``<site_dir>/docpilot/pyodide/``.
+
+    With ``pyodide_url`` the worker loads Pyodide from there and no Pyodide file is
+    copied (our wheel and lock file still are). With ``static_mode`` the static index is
+    written too (the bundle must exist by then). Idempotent: files already up to date
+    are left alone, and files a previous build left that are no longer wanted are
+    removed. Raises BrowserRuntimeError naming the ways to provide Pyodide."""
+    target = Path(site_dir) / BUNDLE_DIR / RUNTIME_DIR
+    wanted: dict[str, bool] = {}
+    source = None if pyodide_url else find_pyodide()
+    target.mkdir(parents=True, exist_ok=True)
+    if source is not None:
+        for name in PYODIDE_FILES:
+            wanted[name] = _copy_if_changed(source.path / name, target / name)
+    wheel_name, wheel = browser_wheel()
+    wanted[wheel_name] = _write_if_changed(target / wheel_name, wheel)
+    lock = json.dumps(browser_lock(wheel_name, wheel), indent=1, sort_keys=True) + "\n"
+    wanted[LOCK_NAME] = _write_if_changed(target / LOCK_NAME, lock.encode())
+    for stale in target.iterdir():
+        if stale.name not in wanted and stale.is_file():
+            stale.unlink()
+    if static_mode:
+        write_static_index(site_dir)
+    changed = sum(wanted.values())
+    where = (
+        f"Pyodide from {source.origin} ({source.path})" if source else f"Pyodide at {pyodide_url}"
+    )
+    log(
+        f"DocPilot browser runtime: {where}, {changed} of {len(wanted)} files updated"
+        + (", static index written" if static_mode else "")
+    )
+
+
+def fetch_browser_runtime(
+    dest: str | os.PathLike[str] | None = None, log: Log = _logger.info
+) -> Path:
+    """Fill ``dest`` (default: the cache directory) with the pinned Pyodide core from the
+    npm registry, through the ``npm`` client; a complete directory is left alone."""
+    target = Path(dest) if dest else cache_dir()
+    if _problem(target) is None:
+        log(f"Pyodide {PYODIDE_VERSION} is already in {target}")
+        return target
+    npm = shutil.which("npm")
+    if npm is None:
+        raise BrowserRuntimeError(
+            "`npm` was not found: install Node.js and npm to fetch Pyodide's package, or "
+            f"set {PYODIDE_DIR_ENV} to a directory holding {', '.join(PYODIDE_FILES)}"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".pyodide-") as work:
+        done = subprocess.run(
+            [npm, "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination", work],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise BrowserRuntimeError(
+                f"`npm pack pyodide@{PYODIDE_VERSION}` failed (exit {done.returncode}): "
+                f"{done.stderr.strip()[-500:]}"
+            )
+        staging = Path(work) / "core"
+        staging.mkdir()
+        with tarfile.open(Path(work) / f"pyodide-{PYODIDE_VERSION}.tgz") as tar:
+            for name in (*PYODIDE_FILES, "package.json"):
+                member = tar.extractfile(f"package/{name}")
+                if member is None:
+                    raise BrowserRuntimeError(f"the pyodide package has no file {name}")
+                (staging / name).write_bytes(member.read())
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    log(f"fetched Pyodide {PYODIDE_VERSION} into {target}")
+    return target

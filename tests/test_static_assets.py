@@ -1,0 +1,400 @@
+"""The browser runtime: static mode answers exactly like the server's lexical mode, and
+the build installs Pyodide, our wheel and lock file, and the static index, offline."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import hashlib
+import io
+import json
+import os
+import stat
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import mkdocs_build
+from corpora import EXAMPLE_SITE, ROOT
+from docpilot_runtime import browser, static_assets
+from docpilot_runtime.bundle import bundle_path, load_bundle
+from docpilot_runtime.cli import main as cli_main
+from docpilot_runtime.static_assets import (
+    BROWSER_MODULES,
+    LOCK_NAME,
+    PYODIDE_DIR_ENV,
+    PYODIDE_FILES,
+    PYODIDE_LOCK_INFO,
+    PYODIDE_VERSION,
+    BrowserRuntimeError,
+    PyodideSource,
+    browser_lock,
+    browser_wheel,
+    fetch_browser_runtime,
+    find_pyodide,
+    install_browser_runtime,
+    write_static_index,
+)
+from docpilot_runtime.turn import load_runtime
+from docpilot_runtime.types import Limits, parse_ask_request
+
+RUNTIME = ROOT / "runtime" / "docpilot_runtime"
+
+# Covered, off-topic, social, credential, identifiers, CJK, and follow-ups that the
+# composed channel may rescue; some on a page, so the page's units come first.
+REQUESTS: list[dict[str, Any]] = [
+    {"question": "How do I exclude a page from the assistant?"},
+    {"question": "How should I prune an apple tree in late winter?"},
+    {"question": "What is the best recipe for sourdough bread?"},
+    {"question": "max_section_chars default"},
+    {"question": "快速入门 安装"},
+    {"question": "SSE events"},
+    {"question": "How does the refusal gate decide?"},
+    {"question": "Which embedders can I choose from?"},
+    {"question": "hello"},
+    {"question": "thanks, bye!"},
+    {"question": "my key is sk-proj-Tq8vX2mLp9RzW4nB7kYc1HdF5jGs3AeU6oIy0tVb, why 401?"},
+    {"question": "what does this mean?", "quote": "token ghp_R7x2Lq9Vz4Mw8Kc1Tb6Hn3Pd5Fy0Gs2Ja8Ue"},
+    {"question": "How do I exclude a page from the assistant?", "page": "/guides/static-sites/"},
+    {"question": "widget", "page": "/guides/customising-the-widget/#anything?x=1"},
+    {
+        "question": "and what is the threshold then?",
+        "history": [{"question": "How does the refusal gate decide?", "kind": "passages"}],
+    },
+    {
+        "question": "and is it the same in lexical mode?",
+        "history": [
+            {"question": "How does the refusal gate decide?", "kind": "passages"},
+            {"question": "and what is the threshold then?", "kind": "passages", "rescued": True},
+        ],
+    },
+    {
+        "question": "and which one for Chinese then?",
+        "history": [{"question": "Which embedders can I choose from?", "kind": "refusal"}],
+    },
+    {
+        "question": "is it mandatory?",
+        "history": [{"question": "How do I configure the Anthropic provider?", "kind": "answer"}],
+    },
+    {
+        "question": "is it the default?",
+        "history": [
+            {"question": "max_section_chars default", "kind": "passages"},
+            {"question": "does it cost anything?", "kind": "passages", "rescued": True},
+        ],
+    },
+    {
+        "question": "is it the default?",
+        "history": [{"question": "max_section_chars default", "kind": "refusal"}],
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def lexical_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """example-site built by `mkdocs build` with `embedder: none`."""
+    work = tmp_path_factory.mktemp("static")
+    config = yaml.safe_load((EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8"))
+    config["docs_dir"] = str(EXAMPLE_SITE / "docs")
+    config["site_dir"] = str(work / "site")
+    config["plugins"] = [
+        "search",
+        {"docpilot": {"embedder": "none", "cache_dir": str(work / "cache")}},
+    ]
+    path = work / "mkdocs.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    mkdocs_build(path)
+    return work / "site"
+
+
+@pytest.fixture(scope="module")
+def static_text(lexical_site: Path) -> str:
+    return write_static_index(lexical_site).read_text(encoding="utf-8")
+
+
+def _without_turn_id(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k != "turn_id"}
+
+
+def test_static_mode_answers_exactly_like_the_server_in_lexical_mode(
+    lexical_site: Path, static_text: str
+) -> None:
+    runtime = load_runtime(lexical_site)
+    assert runtime.site_for(None).mode == "lexical"
+    browser.load_static(static_text)
+    kinds, rescued = set(), 0
+    for body in REQUESTS:
+        server = runtime.ask(parse_ask_request(body, Limits()))
+        expected = asyncio.run(server).to_dict()
+        got = json.loads(browser.ask_static(json.dumps(body)))
+        assert len(got["turn_id"]) == 32
+        assert _without_turn_id(got) == _without_turn_id(json.loads(json.dumps(expected))), body
+        kinds.add(got["kind"])
+        rescued += got["rescued"]
+    assert kinds == {"passages", "refusal", "social", "credential"}
+    assert rescued >= 2, "the composed channel rescued no follow-up: the test lost its point"
+
+
+def test_static_results_carry_the_bundle_hash_and_the_lexical_retriever(
+    lexical_site: Path, static_text: str
+) -> None:
+    browser.load_static(static_text)
+    result = json.loads(browser.ask_static(json.dumps(REQUESTS[0])))
+    assert (
+        result["bundle_hash"] == hashlib.sha256(bundle_path(lexical_site).read_bytes()).hexdigest()
+    )
+    assert result["retriever"] == "lexical"
+    assert 0 <= result["confidence"] <= 100
+    assert len(result["ranked"]) >= 10
+
+
+def test_static_mode_strips_the_site_prefix_from_the_readers_page(static_text: str) -> None:
+    browser.load_static(static_text, prefix="/docs/")
+    on_page = json.loads(
+        browser.ask_static(json.dumps({"question": "widget", "page": "/docs/guides/static-sites/"}))
+    )
+    assert all(c["url"].startswith("/guides/static-sites/") for c in on_page["citations"][:2])
+
+
+def test_static_mode_refuses_bad_requests_like_the_server(static_text: str) -> None:
+    browser.load_static(static_text)
+    assert json.loads(browser.ask_static('{"question": ""}')) == {
+        "error": {"field": "question", "message": "is empty"}
+    }
+    assert json.loads(browser.ask_static("not json"))["error"]["field"] == "body"
+    too_long = json.loads(browser.ask_static(json.dumps({"question": "x" * 2001})))
+    assert too_long["error"]["limit"] == 2000
+    unknown = json.loads(browser.ask_static(json.dumps({"question": "hi", "stream": True})))
+    assert unknown["error"]["field"] == "stream"
+
+
+def test_load_static_names_the_file_when_given_the_msgpack_bundle(lexical_site: Path) -> None:
+    with pytest.raises(browser.StaticIndexError, match=r"bundle\.msgpack.*static\.json"):
+        browser.load_static(bundle_path(lexical_site).read_bytes(), where="bundle.msgpack")
+    with pytest.raises(browser.StaticIndexError, match="'format'"):
+        browser.load_static('{"format": "docpilot-bundle"}')
+
+
+def test_credential_check_reports_kind_label_reply_and_span() -> None:
+    question = "export OPENAI_API_KEY=sk-proj-Tq8vX2mLp9RzW4nB7kYc1HdF5jGs3AeU6oIy0tVb"
+    found = browser.check(question)["credential"]
+    assert found is not None
+    assert found["kind"] == "openai_api_key"
+    assert question[found["start"] : found["end"]].startswith("sk-proj-")
+    assert "revoke or rotate" in found["markdown"]
+    assert "sk-proj-" not in found["markdown"]
+    assert browser.check("How do I set OPENAI_API_KEY?") == {"credential": None}
+
+
+def test_static_index_is_deterministic_and_holds_only_what_static_mode_reads(
+    lexical_site: Path, static_text: str
+) -> None:
+    bundle = load_bundle(lexical_site)
+    again = browser.static_index_json(bundle.data, bundle.hash)
+    assert again == static_text.encode("utf-8")
+    data = json.loads(static_text)
+    assert len(data["units"]) == len(bundle.units) and len(data["pages"]) == len(bundle.pages)
+    assert data["gate"]["lexical"] == bundle.gate["lexical"]
+    assert "vectors" not in data and "embedder" not in data
+
+
+# --- Installing the runtime into site/ -----------------------------------------------------
+
+
+def fake_pyodide(directory: Path, version: str = PYODIDE_VERSION) -> Path:
+    """A directory that looks like Pyodide's core to the installer (not a working one)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in PYODIDE_FILES:
+        (directory / name).write_bytes(f"{name} of {version}\n".encode())
+    (directory / "pyodide.mjs").write_text(f'var Y="{version}";\n', encoding="utf-8")
+    return directory
+
+
+@pytest.fixture
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No Pyodide anywhere: an empty cache dir, no env var, no node_modules above the
+    current directory or above the package."""
+    monkeypatch.delenv(PYODIDE_DIR_ENV, raising=False)
+    monkeypatch.setattr(static_assets, "PACKAGE_DIR", tmp_path / "installed" / "docpilot_runtime")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    work = tmp_path / "project" / "docs"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    return tmp_path
+
+
+@pytest.fixture
+def site(tmp_path: Path, lexical_site: Path) -> Path:
+    target = tmp_path / "site" / "docpilot"
+    target.mkdir(parents=True)
+    target.joinpath("bundle.msgpack").write_bytes(bundle_path(lexical_site).read_bytes())
+    return tmp_path / "site"
+
+
+def test_without_pyodide_the_error_names_the_three_ways(isolated: Path, site: Path) -> None:
+    with pytest.raises(BrowserRuntimeError) as caught:
+        install_browser_runtime(site)
+    message = str(caught.value)
+    assert PYODIDE_DIR_ENV in message
+    assert f"npm install pyodide@{PYODIDE_VERSION}" in message
+    assert "docpilot fetch-browser-runtime" in message
+    assert str(isolated / "xdg" / "docpilot" / f"pyodide-{PYODIDE_VERSION}") in message
+
+
+def test_sources_are_tried_env_var_then_node_modules_upward_then_cache(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cached = fake_pyodide(isolated / "xdg" / "docpilot" / f"pyodide-{PYODIDE_VERSION}")
+    assert find_pyodide() == PyodideSource(cached, "cache")
+    old = fake_pyodide(isolated / "project" / "node_modules" / "pyodide", version="0.27.0")
+    assert find_pyodide().origin == "cache", "another version in node_modules is skipped"
+    fake_pyodide(old)
+    assert find_pyodide().path == old and find_pyodide().origin == "node_modules"
+    explicit = fake_pyodide(isolated / "explicit")
+    monkeypatch.setenv(PYODIDE_DIR_ENV, str(explicit))
+    assert find_pyodide().path == explicit
+    (explicit / "pyodide.asm.wasm").unlink()
+    with pytest.raises(
+        BrowserRuntimeError, match=rf"{PYODIDE_DIR_ENV}: .* lacks pyodide\.asm\.wasm"
+    ):
+        find_pyodide()
+
+
+def test_install_copies_core_wheel_lock_and_static_index_then_changes_nothing(
+    isolated: Path, site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(PYODIDE_DIR_ENV, str(fake_pyodide(isolated / "core")))
+    messages: list[str] = []
+    install_browser_runtime(site, log=messages.append)
+    target = site / "docpilot" / "pyodide"
+    wheel_name, wheel = browser_wheel()
+    assert sorted(p.name for p in target.iterdir()) == sorted(
+        [*PYODIDE_FILES, wheel_name, LOCK_NAME]
+    )
+    assert (target / wheel_name).read_bytes() == wheel
+    lock = json.loads((target / LOCK_NAME).read_text(encoding="utf-8"))
+    assert lock == browser_lock(wheel_name, wheel)
+    assert (site / "docpilot" / "static.json").is_file()
+    assert "6 of 6 files updated" in messages[-1]
+
+    before = {p.name: p.stat().st_mtime_ns for p in (site / "docpilot").rglob("*") if p.is_file()}
+    started = time.perf_counter()
+    install_browser_runtime(site, log=messages.append)
+    assert time.perf_counter() - started < 1.0
+    after = {p.name: p.stat().st_mtime_ns for p in (site / "docpilot").rglob("*") if p.is_file()}
+    assert after == before
+    assert "0 of 6 files updated" in messages[-1]
+
+
+def test_with_a_pyodide_url_no_pyodide_file_is_copied_and_old_ones_go(
+    isolated: Path, site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(PYODIDE_DIR_ENV, str(fake_pyodide(isolated / "core")))
+    install_browser_runtime(site, static_mode=False)
+    assert not (site / "docpilot" / "static.json").exists()
+    monkeypatch.delenv(PYODIDE_DIR_ENV)
+    install_browser_runtime(site, pyodide_url="https://pyodide.example/v314/")
+    names = {p.name for p in (site / "docpilot" / "pyodide").iterdir()}
+    assert names == {browser_wheel()[0], LOCK_NAME}
+
+
+def test_browser_wheel_is_reproducible_and_holds_only_the_browser_core() -> None:
+    name, wheel = browser_wheel()
+    assert browser_wheel() == (name, wheel)
+    assert name.startswith("docpilot_browser-0.1.0+") and name.endswith("-py3-none-any.whl")
+    with zipfile.ZipFile(io.BytesIO(wheel)) as archive:
+        modules = {
+            n.removeprefix("docpilot_runtime/") for n in archive.namelist() if n.endswith(".py")
+        }
+        record = archive.read(next(n for n in archive.namelist() if n.endswith("RECORD")))
+    assert modules == {f"{m}.py" for m in BROWSER_MODULES}
+    assert record.count(b"sha256=") == len(BROWSER_MODULES) + 2  # + METADATA and WHEEL
+
+
+def _imports(module: str) -> set[str]:
+    tree = ast.parse((RUNTIME / f"{module}.py").read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found.add(f".{node.module}" if node.module else ".")
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+    return found
+
+
+def test_browser_core_imports_only_itself_and_the_standard_library() -> None:
+    seen, todo = set(), ["browser"]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for name in _imports(module):
+            if name == ".":
+                todo.append("__init__")
+            elif name.startswith("."):
+                todo.append(name[1:])
+            else:
+                assert name in sys.stdlib_module_names or name == "__future__", (module, name)
+    assert seen <= set(BROWSER_MODULES) | {"__init__"}, seen - set(BROWSER_MODULES)
+
+
+def test_pinned_pyodide_matches_package_json_and_the_npm_package() -> None:
+    package = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))
+    assert package["devDependencies"]["pyodide"] == PYODIDE_VERSION
+    installed = ROOT / "node_modules" / "pyodide"
+    assert installed.is_dir(), "run `npm ci` (scripts/test.sh does)"
+    assert json.loads((installed / "package.json").read_text())["version"] == PYODIDE_VERSION
+    lock = json.loads((installed / "pyodide-lock.json").read_text(encoding="utf-8"))
+    assert lock["info"] == PYODIDE_LOCK_INFO
+    assert find_pyodide(ROOT).origin in ("node_modules", PYODIDE_DIR_ENV)
+
+
+def _fake_npm(bin_dir: Path, source: Path) -> None:
+    """An `npm` whose `pack NAME --pack-destination DIR` writes a tarball of ``source``."""
+    bin_dir.mkdir()
+    tarball = bin_dir / "pyodide.tgz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        for path in source.iterdir():
+            tar.add(path, arcname=f"package/{path.name}")
+    script = bin_dir / "npm"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'[ "$1" = pack ] && [ "$2" = "pyodide@{PYODIDE_VERSION}" ] || exit 9\n'
+        f'cp "{tarball}" "$4/pyodide-{PYODIDE_VERSION}.tgz"\n',
+        encoding="utf-8",
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+def test_fetch_command_fills_the_cache_through_npm_and_install_then_uses_it(
+    isolated: Path, site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    package = fake_pyodide(isolated / "package")
+    (package / "package.json").write_text('{"name": "pyodide"}', encoding="utf-8")
+    _fake_npm(isolated / "bin", package)
+    monkeypatch.setenv("PATH", f"{isolated / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    assert cli_main(["fetch-browser-runtime"]) == 0
+    cached = isolated / "xdg" / "docpilot" / f"pyodide-{PYODIDE_VERSION}"
+    assert str(cached) in capsys.readouterr().out
+    assert sorted(p.name for p in cached.iterdir()) == sorted([*PYODIDE_FILES, "package.json"])
+    assert fetch_browser_runtime() == cached  # already complete: no second download
+    install_browser_runtime(site, static_mode=False)
+    assert (site / "docpilot" / "pyodide" / "pyodide.asm.wasm").read_bytes() == (
+        package / "pyodide.asm.wasm"
+    ).read_bytes()
+
+
+def test_fetch_command_without_npm_says_what_to_do(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(isolated / "nothing"))
+    assert cli_main(["fetch-browser-runtime", "--dest", str(isolated / "d")]) == 2
+    assert "`npm` was not found" in capsys.readouterr().err

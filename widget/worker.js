@@ -1,0 +1,130 @@
+// DocPilot's Pyodide worker: the credential check and static mode, off the page's thread.
+//
+// Load it as a module worker (Pyodide's loader is an ES module; classic workers fail):
+//   new Worker(new URL("worker.js", docpilotDir), { type: "module" })
+// It lives in <site>/docpilot/ and finds, relative to itself, Pyodide in pyodide/
+// (unless told another URL), our wheel and lock file in pyodide/, and static mode's
+// index in static.json; static_assets.install_browser_runtime puts them there.
+//
+// Messages in (every one carries an id the reply repeats):
+//   {id, type: "boot", pyodideUrl?}  start Pyodide now; pyodideUrl overrides pyodide/
+//                                    (send it first: only the booting message's URL counts)
+//   {id, type: "check", question}    -> {credential: {kind, label, markdown, start, end} | null}
+//   {id, type: "load", bundleUrl?}   static mode: fetch and decode the index
+//                                    (default: static.json beside this file)
+//   {id, type: "ask", request}       static mode: request = the body of POST /api/ask
+//                                    -> the result object, as the server's
+// Messages out: {id, ok: true, result} or {id, ok: false, error: "message"}.
+// Pyodide boots on the first message, whatever it is; "boot" answers {bootMs, version}.
+// Messages are handled one at a time, in the order they arrive.
+
+const HERE = new URL("./", import.meta.url);
+const OWN = new URL("pyodide/", HERE); // our wheel and lock file, whoever serves Pyodide
+const LOCK_FILE = "docpilot-lock.json";
+const PACKAGE = "docpilot-browser";
+
+let booting = null; // Promise of {pyodide, browser, bootMs, version}
+let loaded = false;
+let queue = Promise.resolve();
+
+function directory(url) {
+  const text = String(url);
+  return new URL(text.endsWith("/") ? text : `${text}/`, self.location.href);
+}
+
+async function start(pyodideUrl) {
+  const began = performance.now();
+  const base = pyodideUrl ? directory(pyodideUrl) : OWN;
+  const { loadPyodide } = await import(new URL("pyodide.mjs", base).href);
+  // Our lock file lists only our wheel, so nothing is looked up on a CDN. Fetched here
+  // with revalidation: it names the wheel by content, so it must never be stale.
+  const response = await fetch(new URL(LOCK_FILE, OWN), { cache: "no-cache" });
+  if (!response.ok) throw new Error(`${LOCK_FILE}: HTTP ${response.status}`);
+  const pyodide = await loadPyodide({
+    indexURL: base.href,
+    lockFileContents: await response.json(),
+    packageBaseUrl: OWN.href,
+    packages: [PACKAGE],
+  });
+  const browser = pyodide.pyimport("docpilot_runtime.browser");
+  return { pyodide, browser, bootMs: Math.round(performance.now() - began), version: pyodide.version };
+}
+
+function boot(pyodideUrl) {
+  if (!booting) {
+    booting = start(pyodideUrl).catch((error) => {
+      throw new Error(`Pyodide did not start: ${describe(error)}`);
+    });
+    booting.catch(() => {
+      booting = null; // a later message tries again (a network blip, say)
+    });
+  }
+  return booting;
+}
+
+async function load(runtime, bundleUrl) {
+  const began = performance.now();
+  const url = bundleUrl ? new URL(bundleUrl, self.location.href) : new URL("static.json", HERE);
+  const response = await fetch(url, { cache: "no-cache" });
+  if (!response.ok) throw new Error(`${url.pathname}: HTTP ${response.status}`);
+  const text = await response.text();
+  // The index sits in <site>/docpilot/: the site's own path is the reader's page prefix.
+  runtime.browser.load_static(text, new URL("../", url).pathname, url.pathname);
+  loaded = true;
+  return { loadMs: Math.round(performance.now() - began) };
+}
+
+function check(runtime, question) {
+  if (typeof question !== "string") throw new Error("check: question must be a string");
+  const proxy = runtime.browser.check(question);
+  try {
+    const found = proxy.toJs({ dict_converter: Object.fromEntries });
+    return { credential: found.credential ?? null };
+  } finally {
+    proxy.destroy();
+  }
+}
+
+async function ask(runtime, request) {
+  if (!request || typeof request !== "object") throw new Error("ask: request must be an object");
+  if (!loaded) await load(runtime);
+  const result = JSON.parse(runtime.browser.ask_static(JSON.stringify(request)));
+  if (result.error) {
+    // The same refusal the server answers with 400: {field, message, limit?}.
+    throw new Error(`${result.error.field}: ${result.error.message}`);
+  }
+  return result;
+}
+
+async function handle(message) {
+  const runtime = await boot(message.type === "boot" ? message.pyodideUrl : undefined);
+  switch (message.type) {
+    case "boot":
+      return { bootMs: runtime.bootMs, version: runtime.version };
+    case "check":
+      return check(runtime, message.question);
+    case "load":
+      return load(runtime, message.bundleUrl);
+    case "ask":
+      return ask(runtime, message.request);
+    default:
+      throw new Error(`unknown message type ${JSON.stringify(message.type)}`);
+  }
+}
+
+function describe(error) {
+  // A Python exception's message is its whole traceback; its last line says what failed.
+  const lines = String(error?.message ?? error).trim().split("\n");
+  return lines[lines.length - 1];
+}
+
+self.onmessage = (event) => {
+  const message = event.data || {};
+  queue = queue.then(async () => {
+    try {
+      self.postMessage({ id: message.id, ok: true, result: await handle(message) });
+    } catch (error) {
+      self.postMessage({ id: message.id, ok: false, error: describe(error) });
+    }
+  });
+};
