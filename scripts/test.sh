@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install everything the tests need (Python deps, Debian's chromium), then lint, type-check
-# and run the whole test suite. Extra arguments go to pytest.
+# Install everything the tests need (Python deps, Debian's chromium, the npm Pyodide), then
+# lint, type-check, run the browser core's tests under Pyodide and the whole test suite.
+# Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,8 +11,16 @@ if [ ! -x /usr/bin/chromium ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 bash scripts/setup.sh
+# The pinned Pyodide (package.json, package-lock.json) for the browser runtime and its tests.
+npm install --no-audit --no-fund --silent
+# pytest's wheels for the browser-core tests under Pyodide, cached in .cache/ (gitignored).
+.venv/bin/python -m pip download -qq --disable-pip-version-check --no-deps --only-binary=:all: \
+  --platform pyemscripten_2026_0_wasm32 --python-version 3.14 --implementation cp --abi cp314 \
+  -d .cache/pyodide-wheels -r tools/pyodide/requirements.txt
 
 export NO_MKDOCS_2_WARNING=1
 .venv/bin/ruff check .
 .venv/bin/mypy
+# The browser/edge core's tests under Pyodide in Node; a failure stops the command here.
+timeout 600 node tools/pyodide/run-tests.mjs
 .venv/bin/python -m pytest "$@"
