@@ -10,16 +10,18 @@ import io
 import json
 import os
 import stat
+import subprocess
 import sys
 import tarfile
 import time
 import zipfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import yaml
-from conftest import mkdocs_build
 from corpora import EXAMPLE_SITE, ROOT
 from docpilot_runtime import browser, static_assets
 from docpilot_runtime.bundle import bundle_path, load_bundle
@@ -44,6 +46,7 @@ from docpilot_runtime.turn import load_runtime
 from docpilot_runtime.types import Limits, parse_ask_request
 
 RUNTIME = ROOT / "runtime" / "docpilot_runtime"
+T = TypeVar("T")
 
 # Covered, off-topic, social, credential, identifiers, CJK, and follow-ups that the
 # composed channel may rescue; some on a page, so the page's units come first.
@@ -108,13 +111,24 @@ def lexical_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ]
     path = work / "mkdocs.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    mkdocs_build(path)
+    # Not conftest's mkdocs_build: `from conftest import` may find tests/browser/conftest.py.
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
+    command = [sys.executable, "-m", "mkdocs", "build", "-f", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=work)
+    assert done.returncode == 0, f"mkdocs build failed:\n{done.stdout}\n{done.stderr}"
     return work / "site"
 
 
 @pytest.fixture(scope="module")
 def static_text(lexical_site: Path) -> str:
     return write_static_index(lexical_site).read_text(encoding="utf-8")
+
+
+def _in_own_thread(run: Callable[[], T]) -> T:
+    """``run()`` in a fresh thread: pytest-playwright's session keeps an event loop
+    running in the main thread once a browser test has run, and asyncio.run refuses it."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(run).result(timeout=240)
 
 
 def _without_turn_id(result: dict[str, Any]) -> dict[str, Any]:
@@ -129,8 +143,8 @@ def test_static_mode_answers_exactly_like_the_server_in_lexical_mode(
     browser.load_static(static_text)
     kinds, rescued = set(), 0
     for body in REQUESTS:
-        server = runtime.ask(parse_ask_request(body, Limits()))
-        expected = asyncio.run(server).to_dict()
+        request = parse_ask_request(body, Limits())
+        expected = _in_own_thread(lambda r=request: asyncio.run(runtime.ask(r))).to_dict()
         got = json.loads(browser.ask_static(json.dumps(body)))
         assert len(got["turn_id"]) == 32
         assert _without_turn_id(got) == _without_turn_id(json.loads(json.dumps(expected))), body
@@ -398,3 +412,97 @@ def test_fetch_command_without_npm_says_what_to_do(
     monkeypatch.setenv("PATH", str(isolated / "nothing"))
     assert cli_main(["fetch-browser-runtime", "--dest", str(isolated / "d")]) == 2
     assert "`npm` was not found" in capsys.readouterr().err
+
+
+# --- The worker in Chromium ----------------------------------------------------------------
+
+HARNESS = """<!doctype html><title>worker</title><script type="module">
+const worker = new Worker(new URL("docpilot/worker.js", location.href), {type: "module"});
+const waiting = new Map();
+let next = 0;
+worker.onmessage = ({data}) => { waiting.get(data.id)(data); waiting.delete(data.id); };
+window.send = (message) => new Promise((done) => {
+  const id = ++next; waiting.set(id, done); worker.postMessage({...message, id});
+});
+</script>"""
+
+
+def _drive_worker(base: str, messages: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
+    """Post ``messages`` to the worker from a page at ``base``; (replies, requested paths)."""
+    from playwright.sync_api import sync_playwright
+
+    requested: list[str] = []
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path="/usr/bin/chromium")
+        try:
+            page = chromium.new_page()
+            page.on("request", lambda r: requested.append(r.url.removeprefix(base)))
+            page.goto(base + "harness.html")
+            page.wait_for_function("typeof window.send === 'function'")
+            replies = [page.evaluate("(m) => send(m)", m) for m in messages]
+        finally:
+            chromium.close()
+    return replies, requested
+
+
+@pytest.mark.browser
+def test_worker_speaks_the_widget_protocol_in_chromium(
+    lexical_site: Path, static_text: str, tmp_path: Path
+) -> None:
+    import functools
+    import http.server
+    import shutil
+    import threading
+
+    root = tmp_path / "served"
+    site = root / "docs-site"  # served under a sub-path, as on a project's GitHub Pages
+    shutil.copytree(lexical_site, site)
+    install_browser_runtime(site)
+    shutil.copy(ROOT / "widget" / "worker.js", site / "docpilot" / "worker.js")
+    (site / "harness.html").write_text(HARNESS, encoding="utf-8")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    covered = {"question": REQUESTS[0]["question"], "page": "/docs-site/guides/static-sites/"}
+    messages: list[dict[str, Any]] = [
+        {"type": "check", "question": REQUESTS[10]["question"]},
+        {"type": "boot"},
+        {"type": "check", "question": "How do I set OPENAI_API_KEY?"},
+        {"type": "ask", "request": covered},  # loads static.json beside the worker first
+        {"type": "load", "bundleUrl": "/docs-site/docpilot/static.json"},
+        {"type": "ask", "request": {"question": ""}},
+        {"type": "load", "bundleUrl": "/docs-site/docpilot/bundle.msgpack"},
+        {"type": "launch"},
+    ]
+    base = f"http://127.0.0.1:{server.server_address[1]}/docs-site/"
+    try:
+        replies, requested = _in_own_thread(lambda: _drive_worker(base, messages))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert [r["id"] for r in replies] == list(range(1, len(messages) + 1))
+    found, booted, clean, answered, loaded, refused, wrong_file, unknown = replies
+    assert found["ok"] and found["result"]["credential"]["kind"] == "openai_api_key"
+    assert booted["ok"] and booted["result"]["version"] == PYODIDE_VERSION
+    assert booted["result"]["bootMs"] > 0
+    assert clean == {"id": 3, "ok": True, "result": {"credential": None}}
+    browser.load_static(static_text, prefix="/docs-site/")
+    expected = json.loads(browser.ask_static(json.dumps(covered)))
+    assert answered["ok"] and _without_turn_id(answered["result"]) == _without_turn_id(expected)
+    assert loaded["ok"] and loaded["result"]["loadMs"] >= 0
+    assert refused == {"id": 6, "ok": False, "error": "question: is empty"}
+    assert not wrong_file["ok"] and "static.json" in wrong_file["error"]
+    assert not unknown["ok"] and '"launch"' in unknown["error"]
+    # Everything came from the site itself: the worker, Pyodide, our wheel, the index.
+    assert all(not path.startswith("http") for path in requested), requested
+    assert {
+        "docpilot/worker.js",
+        "docpilot/static.json",
+        "docpilot/pyodide/pyodide.asm.wasm",
+    } <= set(requested)

@@ -10,10 +10,12 @@ two equal on a real site).
 Pure Python, and neither numpy nor msgpack: static mode reads `docpilot/static.json`,
 the part of the bundle it needs, written next to the bundle at build time
 (`static_index_json`, called by `static_assets.install_browser_runtime`). Measured in
-Pyodide under Node, decoding that JSON costs about as much as msgpack's Pyodide wheel
-decoding the whole bundle (9-13 ms against 4-6 ms for the Material corpus), and it
-saves loading the wheel (0.2 s) and shipping it: the browser needs Pyodide's core
-files and our own wheel, nothing else.
+Pyodide under Node (`tools/pyodide/measure-decode.mjs`), turning the bytes into a
+searchable index takes the same time either way, within noise: 3-5 ms for example-site
+(256 units), 15-25 ms for the Material corpus (1,564 units), whether msgpack's Pyodide
+wheel decodes the whole bundle or `json` decodes this file. Loading that wheel costs
+0.2-0.5 s more, and shipping it would need PyPI at build time: so the browser loads
+Pyodide's core files and our own wheel, nothing else.
 """
 
 from __future__ import annotations
