@@ -13,7 +13,7 @@ fi
 bash scripts/setup.sh
 # The pinned Pyodide (package.json, package-lock.json) for the browser runtime and its tests.
 npm install --no-audit --no-fund --silent
-# pytest's wheels for the browser-core tests under Pyodide, cached in .cache/ (gitignored).
+# The wheels for the browser-core tests under Pyodide, cached in .cache/ (gitignored).
 .venv/bin/python -m pip download -qq --disable-pip-version-check --no-deps --only-binary=:all: \
   --platform pyemscripten_2026_0_wasm32 --python-version 3.14 --implementation cp --abi cp314 \
   -d .cache/pyodide-wheels -r tools/pyodide/requirements.txt

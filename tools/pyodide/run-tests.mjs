@@ -13,8 +13,14 @@ import { loadPyodide } from "pyodide";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const WHEELS = join(ROOT, ".cache", "pyodide-wheels");
-// The shared core's tests that need neither numpy, msgpack nor MkDocs.
-const CORE_TESTS = ["tests/test_credentials.py", "tests/test_social.py", "tests/pyodide"];
+// The shared core's tests: none needs numpy, MkDocs or a built site.
+const CORE_TESTS = [
+  "tests/test_credentials.py",
+  "tests/test_social.py",
+  "tests/test_validate.py",
+  "tests/test_memory.py",
+  "tests/pyodide",
+];
 
 // The pinned wheels named in requirements.txt ("name==version"), found in the cache.
 const files = readdirSync(WHEELS, { withFileTypes: true }).map((entry) => entry.name);
