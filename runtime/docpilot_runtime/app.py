@@ -371,10 +371,17 @@ def build_app(runtime: Runtime, site_dir: str | os.PathLike[str]) -> Starlette:
             allow_headers=["Content-Type"],
         )
     ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        await runtime.aclose()  # the providers' connection pools
+
     app = Starlette(
         routes=routes,
         middleware=middleware,
         exception_handlers={HTTPException: http_error},
+        lifespan=lifespan,
     )
     app.state.runtime = runtime
     app.state.feedback = FeedbackStore()

@@ -23,6 +23,7 @@ from .embedders import Embedder, EmbedderError, EmbedderSpec, load_embedder
 from .gate import Signals, confidence, default_params, gate_score, margin
 from .lexical import ceiling_floor, idf, term_ceiling
 from .lexical_numpy import NumpyLexical
+from .memory import COMPLETED_KINDS
 from .settings import Settings
 from .tokenize import query_terms
 from .types import AskRequest, HistoryItem, PageRef
@@ -197,7 +198,7 @@ class Retrieval:
 def _composed_question(history: Sequence[HistoryItem], question: str) -> str | None:
     """The follow-up composed with the last *answered* question (and the one before it
     when that turn was itself rescued by this channel); refused turns never anchor it."""
-    answered = [h for h in history if h.kind in ("answer", "passages")]
+    answered = [h for h in history if h.kind in COMPLETED_KINDS]
     if not answered:
         return None
     last = answered[-1]

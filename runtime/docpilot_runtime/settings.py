@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .answer_settings import AnswerSettings
 from .index.options import IndexOptions, OptionsError, index_options
+from .providers.base import ProviderSettings, provider_settings
 from .types import Limits
 
 CONFIG_ENV = "DOCPILOT_CONFIG"
@@ -30,6 +32,8 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     cors_origins: tuple[str, ...] = ()
     social_templates: dict[str, dict[str, str]] = field(default_factory=dict)
+    providers: tuple[ProviderSettings, ...] = ()
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -67,7 +71,33 @@ def _social(raw: dict[str, Any], file: Path) -> dict[str, dict[str, str]]:
     return out
 
 
-_TABLES = {"index", "server", "providers", "embedder", "answer", "social", "sites"}
+_TABLES = {"index", "server", "providers", "embedder", "answer", "social"}
+_ANSWER_KEYS = {"max_steps", "tentative_below", "max_answer_chars"}
+
+
+def _providers(raw: dict[str, Any], file: Path) -> tuple[ProviderSettings, ...]:
+    tables = raw.get("providers", [])
+    if not isinstance(tables, list):
+        raise SettingsError(f"{file}: providers must be an array of tables ([[providers]])")
+    try:
+        return tuple(
+            provider_settings(t, f"{file} [[providers]] #{i + 1}") for i, t in enumerate(tables)
+        )
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+
+
+def _answer(raw: dict[str, Any], file: Path) -> AnswerSettings:
+    table = raw.get("answer", {})
+    unknown = set(table) - _ANSWER_KEYS
+    if unknown:
+        raise SettingsError(f"{file}: unknown key(s) {sorted(unknown)} in [answer]")
+    for key, value in table.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise SettingsError(f"{file}: [answer] {key} must be a non-negative integer")
+    if table.get("max_steps", 1) < 1:
+        raise SettingsError(f"{file}: [answer] max_steps must be at least 1")
+    return AnswerSettings(**table)
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
@@ -98,5 +128,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
         limits=limits,
         cors_origins=origins,
         social_templates=_social(raw, file),
+        providers=_providers(raw, file),
+        answer=_answer(raw, file),
         raw=raw,
     )

@@ -4,8 +4,9 @@
 2. social openers (a template, no retrieval),
 3. hybrid retrieval and the refusal gate (below the threshold: a refusal with the
    closest pages, no model call),
-4-6. (with a provider) the primed model call, tools and validation; with none, the
-   turn settles as `passages`: the best excerpts, each cited.
+4-6. (with providers) the primed model call, tools and validation, down the answer
+   ladder; with none configured, or none answering, the turn settles as `passages`:
+   the best excerpts, each cited.
 
 `Runtime` holds the loaded sites (one bundle each) and answers `AskRequest`s; the HTTP
 app, the CLI and the tests all go through `Runtime.ask`.
@@ -14,19 +15,27 @@ app, the CLI and the tests all go through `Runtime.ask`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from .answer import Answer, ask_providers
 from .bundle import BUNDLE_DIR, BUNDLE_NAME
 from .credentials import credential_reply, find_credential
+from .memory import build_memory, render_memory
 from .passages import passages_markdown
+from .providers import Provider, ProviderError, make_provider
 from .retrieval import Site, load_site
 from .settings import Settings
 from .social import match_social
 from .types import AskRequest, Citation, PageRef, Result
+
+log = logging.getLogger("docpilot.turn")
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,41 @@ class Runtime:
 
     sites: list[Site]
     settings: Settings = field(default_factory=Settings)
+    providers: list[Provider] = field(default_factory=list)
+    http: httpx.AsyncClient | None = None  # for site tools; made when a site declares any
+
+    def __post_init__(self) -> None:
+        if self.http is None and any(site.bundle.data.get("tools") for site in self.sites):
+            self.http = httpx.AsyncClient()
+
+    async def _answer(self, request: AskRequest, retrieval: Any, emit: EventSink) -> Answer | None:
+        memory = render_memory(build_memory(request.history, request.quote))
+
+        async def delta(text: str) -> None:
+            await emit(Event("delta", {"text": text}))
+
+        async def progress(stage: str, data: dict[str, Any]) -> None:
+            await emit(Event("progress", {"stage": stage, **data}))
+
+        await progress("answer", {"message": "Writing the answer"})
+        return await ask_providers(
+            self.providers,
+            retrieval,
+            request.question,
+            memory,
+            request.page,
+            self.settings.answer,
+            self.http,
+            delta,
+            progress,
+        )
+
+    async def aclose(self) -> None:
+        """Close the providers' and site tools' HTTP clients."""
+        for provider in self.providers:
+            await provider.aclose()
+        if self.http is not None:
+            await self.http.aclose()
 
     def site_for(self, page: str | None) -> Site:
         """The site whose mount prefix is the longest one the page path starts with."""
@@ -116,7 +160,34 @@ class Runtime:
                 **common,
             )
 
-        # Above the gate with no model: the best excerpts, each cited.
+        # 4-6. A model, primed with the gate's excerpts, through the answer ladder.
+        if self.providers:
+            answered = await self._answer(request, retrieval, emit)
+            if answered is not None:
+                if answered.citations:
+                    return Result(
+                        kind="answer",
+                        markdown=answered.markdown,
+                        citations=answered.citations,
+                        tentative=answered.tentative,
+                        model_confidence=answered.model_confidence,
+                        actions=answered.actions,
+                        summary=answered.summary,
+                        usage=answered.usage,
+                        **common,
+                    )
+                # An answer with no surviving citation is never shown: a refusal.
+                closest = [PageRef(url=p.url, title=p.title) for p in retrieval.closest_pages()]
+                return Result(
+                    kind="refusal",
+                    markdown=site.refusal_markdown(closest),
+                    closest=closest,
+                    model_confidence=answered.model_confidence,
+                    usage=answered.usage,
+                    **common,
+                )
+
+        # Above the gate with no model (or none answered): the best excerpts, each cited.
         units = retrieval.answer_units()
         citations = [
             Citation(n=i + 1, id=u.id, url=u.url, title=u.title) for i, u in enumerate(units)
@@ -146,4 +217,10 @@ def load_runtime(site_dir: str | Path, settings: Settings | None = None) -> Runt
     root = Path(site_dir)
     bundles = find_bundles(root) or [("/", root)]  # no bundle: let load_site name the file
     sites = [load_site(path, prefix, settings) for prefix, path in bundles]
-    return Runtime(sites=sites, settings=settings)
+    providers = []
+    for configured in settings.providers:
+        try:
+            providers.append(make_provider(configured))
+        except ProviderError as exc:
+            log.warning("provider %s:%s skipped: %s", configured.kind, configured.model, exc)
+    return Runtime(sites=sites, settings=settings, providers=providers)

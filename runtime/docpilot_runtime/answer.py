@@ -1,0 +1,273 @@
+"""Stages 4-6: the primed model call, the tool loop, validation, and the answer ladder.
+
+The gate's excerpts go into the first message, so most turns need one call. Each step's
+prompt is the previous step's prompt plus the new results at the end (observations are
+appended, never rewritten), which keeps a provider's prefix cache valid across steps.
+The answer streams to the reader through the validator: citation markers are checked
+and renumbered and links checked as the tokens arrive, and nothing is shown before the
+first valid citation. When a provider times out, fails, sends malformed output or never
+calls `answer`, the next one is asked; when none answers, the caller settles the turn
+as `passages`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .answer_settings import AnswerSettings
+from .prompt import PLATFORM_RULES, first_message, site_profile
+from .providers import Message, Provider, ProviderError, ToolCall, Usage
+from .providers.pricing import cost_micro_usd
+from .retrieval import Retrieval
+from .tools import TurnTools
+from .types import Citation
+from .validate import StreamValidator, validate_actions, validate_answer
+
+log = logging.getLogger("docpilot.answer")
+
+Progress = Callable[[str, dict[str, Any]], Awaitable[None]]
+PRIMED_UNITS = 6
+LAST_STEP_NOTE = "\n\n(This was the last tool step: call the answer tool now.)"
+
+
+class NoAnswer(Exception):
+    """The provider finished without a usable `answer` call."""
+
+
+@dataclass
+class Answer:
+    """What a provider's validated `answer` call contributes to the result."""
+
+    markdown: str
+    citations: list[Citation]
+    summary: str
+    model_confidence: int | None
+    actions: list[dict[str, Any]]
+    tentative: bool
+    usage: dict[str, Any]
+    dropped_citations: list[str] = field(default_factory=list)
+
+
+class MarkdownField:
+    """Pulls the `markdown` string out of the answer call's argument JSON as it streams,
+    so the answer text can be validated and shown before the call is complete."""
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self.start: int | None = None
+        self.sent = 0
+        self.closed = False
+
+    def feed(self, chunk: str) -> str:
+        self.raw += chunk
+        if self.closed:
+            return ""
+        if self.start is None:
+            key = self.raw.find('"markdown"')
+            if key < 0:
+                return ""
+            colon = self.raw.find(":", key + 10)
+            quote = self.raw.find('"', colon + 1) if colon >= 0 else -1
+            if quote < 0:
+                return ""
+            self.start = quote + 1
+        decoded = self._decode(self.raw[self.start :])
+        new, self.sent = decoded[self.sent :], len(decoded)
+        return new
+
+    def _decode(self, body: str) -> str:
+        """The string's characters up to the last complete one (escapes resolved)."""
+        import json
+
+        i = 0
+        while i < len(body):
+            c = body[i]
+            if c == "\\":
+                need = 6 if body[i + 1 : i + 2] == "u" else 2
+                if i + need > len(body):
+                    break
+                i += need
+                continue
+            if c == '"':
+                self.closed = True
+                break
+            i += 1
+        try:
+            return str(json.loads('"' + body[:i] + '"'))
+        except ValueError:
+            return ""
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(min(max(value, 0), 100))
+
+
+class ProviderRun:
+    """One provider's attempt at the turn."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        retrieval: Retrieval,
+        question: str,
+        memory: str,
+        page: str | None,
+        settings: AnswerSettings,
+        http: httpx.AsyncClient | None,
+        emit_delta: Callable[[str], Awaitable[None]],
+        progress: Progress,
+    ) -> None:
+        self.provider = provider
+        self.retrieval = retrieval
+        self.site = retrieval.site
+        self.settings = settings
+        self.tools = TurnTools(self.site, http)
+        self.emit_delta = emit_delta
+        self.progress = progress
+        actions = [str(a.get("name")) for a in self.site.bundle.data.get("actions", [])]
+        self.system = [PLATFORM_RULES, site_profile(self.site.name, actions)]
+        rows = self.retrieval.ordered()[:PRIMED_UNITS]
+        excerpts = self.tools.excerpts(rows)
+        self.messages: list[Message] = [
+            Message(role="user", content=first_message(question, excerpts, memory, page))
+        ]
+        self.usage = Usage()
+        self.cost = 0
+        self.steps = 0
+
+    async def run(self) -> Answer:
+        specs = self.tools.specs()
+        for step in range(self.settings.max_steps):
+            self.steps = step + 1
+            stream = StreamValidator(
+                self.tools.emitted,
+                self.site.bundle.pages,
+                self.settings.max_answer_chars,
+                self.tools.external_urls,
+            )
+            field_ = MarkdownField()
+
+            async def on_delta(
+                kind: str,
+                text: str,
+                stream: StreamValidator = stream,
+                field_: MarkdownField = field_,
+            ) -> None:
+                if kind == "tool:answer":
+                    shown = stream.feed(field_.feed(text))
+                    if shown:
+                        await self.emit_delta(shown)
+
+            reply = await self.provider.complete(self.system, self.messages, specs, on_delta)
+            self.usage = self.usage + reply.usage
+            self.cost += cost_micro_usd(self.provider.model, reply.usage)  # per call: tiers
+            answers = [c for c in reply.tool_calls if c.name == "answer"]
+            if answers:
+                rest = stream.finish()
+                if rest:
+                    await self.emit_delta(rest)
+                return self._finish(answers[0])
+            if not reply.tool_calls:
+                raise NoAnswer("the model replied without calling answer")
+            self.messages.append(reply.to_message())  # keeps the vendor's blocks verbatim
+            last = step == self.settings.max_steps - 2  # the next call is the final one
+            for i, call in enumerate(reply.tool_calls):
+                await self._announce(call)
+                observation = await self.tools.run(call)
+                if last and i == len(reply.tool_calls) - 1:
+                    observation += LAST_STEP_NOTE
+                self.messages.append(
+                    Message(role="tool", content=observation, tool_call_id=call.id)
+                )
+        raise NoAnswer(f"no answer within {self.settings.max_steps} steps")
+
+    async def _announce(self, call: ToolCall) -> None:
+        args = call.arguments or {}
+        if call.name == "search_docs":
+            message = f"Searching for {str(args.get('query', ''))[:80]!r}"
+        elif call.name in ("fetch_section", "expand_section"):
+            row = self.site.unit_rows.get(str(args.get("id", "")))
+            title = self.site.bundle.units[row].title if row is not None else "a section"
+            message = f"Reading {title}"
+        elif call.name == "list_pages":
+            message = "Listing the pages"
+        else:
+            message = f"Asking the site's {call.name} tool"
+        await self.progress("tools", {"message": message})
+
+    def usage_record(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider.kind,
+            "model": self.provider.model,
+            "steps": self.steps,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "cache_read_tokens": self.usage.cache_read_tokens,
+            "cache_write_tokens": self.usage.cache_write_tokens,
+            "cost_micro_usd": self.cost,
+        }
+
+    def _finish(self, call: ToolCall) -> Answer:
+        args = call.arguments
+        if args is None or not isinstance(args.get("markdown"), str):
+            raise NoAnswer("the answer call carried no markdown")
+        validated = validate_answer(
+            args["markdown"],
+            self.tools.emitted,
+            self.site.bundle.pages,
+            self.settings.max_answer_chars,
+            self.tools.external_urls,
+        )
+        listed = args.get("citations")
+        listed_ids = [c for c in listed if isinstance(c, str)] if isinstance(listed, list) else []
+        dropped = validated.dropped_citations + [
+            c for c in listed_ids if c not in self.tools.emitted
+        ]
+        confidence = _int_or_none(args.get("confidence"))
+        summary = args.get("summary")
+        return Answer(
+            markdown=validated.markdown,
+            citations=validated.citations,
+            summary=summary[:600] if isinstance(summary, str) else "",
+            model_confidence=confidence,
+            actions=validate_actions(args.get("actions"), self.site.bundle.data.get("actions", [])),
+            tentative=confidence is not None and confidence < self.settings.tentative_below,
+            usage=self.usage_record(),
+            dropped_citations=dropped,
+        )
+
+
+async def ask_providers(
+    providers: Sequence[Provider],
+    retrieval: Retrieval,
+    question: str,
+    memory: str,
+    page: str | None,
+    settings: AnswerSettings,
+    http: httpx.AsyncClient | None,
+    emit_delta: Callable[[str], Awaitable[None]],
+    progress: Progress,
+) -> Answer | None:
+    """The answer ladder: each provider in order until one answers; None if none did."""
+    for provider in providers:
+        run = ProviderRun(
+            provider, retrieval, question, memory, page, settings, http, emit_delta, progress
+        )
+        try:
+            return await run.run()
+        except (ProviderError, NoAnswer, httpx.HTTPError) as exc:
+            log.warning(
+                "provider %s:%s gave no answer (%s); next on the ladder",
+                provider.kind,
+                provider.model,
+                exc.__class__.__name__,
+            )
+            await progress("answer", {"message": "Trying another model"})
+    return None
