@@ -23,20 +23,17 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import stages
 from .credentials import credential_reply, find_credential
-from .gate import Signals, confidence, default_params, gate_score, margin
-from .lexical import LexicalIndex, ceiling_floor, idf, term_ceiling
-from .passages import passages_markdown
-from .social import match_social
+from .gate import Signals, confidence, default_params, gate_score
+from .lexical import LexicalIndex
 from .tokenize import query_terms
 from .types import (
     AskRequest,
-    Citation,
-    HistoryItem,
     Limits,
     PageRef,
     RequestError,
@@ -48,15 +45,6 @@ STATIC_FORMAT = "docpilot-static"
 STATIC_VERSION = 1
 STATIC_NAME = "static.json"  # beside bundle.msgpack, in <site_dir>/docpilot/
 _BINARY_BLOCKS = ("terms", "offsets", "docs", "tfs", "lengths")
-
-# The server's retrieval constants for lexical mode (retrieval.py): how deep the BM25
-# list goes, how many units the answer quotes, how many of the reader's page come first.
-CHANNEL_DEPTH = 50
-POOL = 30
-ANSWER_UNITS = 4
-PAGE_UNITS = 2
-CLOSEST_PAGES = 5
-MIN_RANKED = 10
 
 
 class StaticIndexError(ValueError):
@@ -143,41 +131,7 @@ class _Retrieval:
     page_first: list[int] = field(default_factory=list)
 
     def ordered(self) -> list[int]:
-        rest = [u for u in self.ranking.order if u not in self.page_first]
-        return [*self.page_first, *rest]
-
-
-def lexical_signals(
-    index: LexicalIndex, terms: Sequence[str], hits: Sequence[tuple[int, float]]
-) -> tuple[float, float]:
-    """(strength, margin) of a BM25+ list, as ``retrieval.Searcher.lexical_signals``:
-    best score over the most the terms could score (never under ``ceiling_floor``), and
-    best minus the mean of the next four, over best."""
-    ceiling = max(
-        sum(
-            term_ceiling(idf(index.count, index.document_frequency(t)))
-            for t in dict.fromkeys(terms)
-        ),
-        ceiling_floor(index.count),
-    )
-    if not hits or ceiling <= 0:
-        return 0.0, 0.0
-    scores = [s for _, s in hits]
-    strength = min(scores[0] / ceiling, 1.0)
-    return strength, margin(scores, 4) / scores[0]
-
-
-def composed_question(history: Sequence[HistoryItem], question: str) -> str | None:
-    """The follow-up composed with the last answered question (and the one before it
-    when that turn was itself rescued), as ``retrieval._composed_question``."""
-    answered = [h for h in history if h.kind in ("answer", "passages")]
-    if not answered:
-        return None
-    last = answered[-1]
-    parts = [last.question]
-    if last.rescued and len(answered) > 1:
-        parts.insert(0, answered[-2].question)
-    return " ".join([*parts, question])
+        return stages.with_page_first(self.page_first, self.ranking.order)
 
 
 class StaticSite:
@@ -223,10 +177,10 @@ class StaticSite:
 
     def search(self, text: str) -> _Ranking:
         terms = query_terms(text)
-        hits = self.index.search(terms, CHANNEL_DEPTH)
-        strength, lexical_margin = lexical_signals(self.index, terms, hits)
+        hits = self.index.search(terms, stages.CHANNEL_DEPTH)
+        strength, lexical_margin = stages.lexical_signals(self.index, terms, hits)
         signals = Signals(lexical_strength=strength, lexical_margin=lexical_margin)
-        return _Ranking(order=[u for u, _ in hits[:POOL]], signals=signals, lexical=hits)
+        return _Ranking(order=[u for u, _ in hits[: stages.POOL]], signals=signals, lexical=hits)
 
     def judge(self, ranking: _Ranking) -> tuple[bool, int]:
         score = gate_score(ranking.signals, self.gate)
@@ -237,103 +191,41 @@ class StaticSite:
         ranking = self.search(request.question)
         passed, conf = self.judge(ranking)
         rescued = False
-        composed = composed_question(request.history, request.question)
+        composed = stages.composed_question(request.history, request.question)
         if composed is not None:
             composed_ranking = self.search(composed)
             c_passed, c_conf = self.judge(composed_ranking)
             if c_passed and not passed:
                 ranking, passed, conf, rescued = composed_ranking, True, c_conf, True
-        page_first = self._page_first(request.page, ranking) if request.page else []
-        return _Retrieval(ranking, passed, conf, rescued, page_first)
-
-    def _page_first(self, page: str, ranking: _Ranking) -> list[int]:
-        """The reader's page's two closest units first, as ``retrieval.Site._page_first``."""
-        path = page.split("#", 1)[0].split("?", 1)[0]
-        if self.prefix != "/" and path.startswith(self.prefix):
-            path = "/" + path[len(self.prefix) :]
-        candidates = self.page_units.get(path) or self.page_units.get(path.rstrip("/") + "/")
-        if not candidates:
-            return []
-        rank = {u: i for i, u in enumerate(ranking.order)}
-        lexical_rank = {u: i for i, (u, _) in enumerate(ranking.lexical)}
-        best = sorted(
-            candidates,
-            key=lambda u: (rank.get(u, len(rank)), lexical_rank.get(u, len(lexical_rank)), u),
+        page_first = (
+            stages.page_first(
+                request.page, self.prefix, self.page_units, ranking.order, ranking.lexical
+            )
+            if request.page
+            else []
         )
-        return best[:PAGE_UNITS]
-
-    def ranked_ids(self, retrieval: _Retrieval) -> list[str]:
-        order = retrieval.ordered()
-        seen = set(order)
-        for unit, _ in retrieval.ranking.lexical:
-            if len(order) >= MIN_RANKED:
-                break
-            if unit not in seen:
-                order.append(unit)
-                seen.add(unit)
-        return [self.units[u].id for u in order]
-
-    def closest_pages(self, retrieval: _Retrieval) -> list[PageRef]:
-        pages: list[PageRef] = []
-        seen: set[int] = set()
-        for unit in retrieval.ordered():
-            page = self.units[unit].page
-            if page not in seen:
-                seen.add(page)
-                pages.append(self.pages[page])
-            if len(pages) >= CLOSEST_PAGES:
-                break
-        return pages
-
-    def refusal_markdown(self, closest: list[PageRef]) -> str:
-        lines = [f"The {self.name} documentation does not seem to cover this, so I won't guess."]
-        if closest:
-            lines += ["", "These pages are the closest matches:", ""]
-            lines.extend(f"- [{p.title or p.url}]({p.url})" for p in closest)
-        return "\n".join(lines)
+        return _Retrieval(ranking, passed, conf, rescued, page_first)
 
     def ask(self, request: AskRequest) -> Result:
         """One turn in lexical mode: the server's stages 1-3, then passages or refusal."""
         base: dict[str, Any] = {"turn_id": uuid.uuid4().hex, "bundle_hash": self.bundle_hash}
-        found = find_credential(request.question)
-        if found is None and request.quote:
-            found = find_credential(request.quote)
-        if found is not None:
-            return Result(
-                kind="credential",
-                markdown=credential_reply(found),
-                credential_kind=found.kind,
-                **base,
-            )
-        social = match_social(request.question, self.name)
-        if social is not None:
-            return Result(kind="social", markdown=social.markdown, **base)
+        opening = stages.opening_result(request, self.name, None, base)
+        if opening is not None:
+            return opening
         retrieval = self.retrieve(request)
+        ordered = retrieval.ordered()
         common: dict[str, Any] = {
             **base,
             "confidence": retrieval.confidence,
             "retriever": "lexical",
             "rescued": retrieval.rescued,
-            "ranked": self.ranked_ids(retrieval),
+            "ranked": stages.ranked_ids(ordered, retrieval.ranking.lexical, self.units),
         }
         if not retrieval.passed:
-            closest = self.closest_pages(retrieval)
-            return Result(
-                kind="refusal",
-                markdown=self.refusal_markdown(closest),
-                closest=closest,
-                **common,
-            )
-        units = [self.units[u] for u in retrieval.ordered()[:ANSWER_UNITS]]
-        citations = [
-            Citation(n=i + 1, id=u.id, url=u.url, title=u.title) for i, u in enumerate(units)
-        ]
-        return Result(
-            kind="passages",
-            markdown=passages_markdown(request.question, units),
-            citations=citations,
-            **common,
-        )
+            closest = stages.closest_pages(ordered, self.units, self.pages)
+            return stages.refusal_result(self.name, closest, common)
+        units = [self.units[u] for u in ordered[: stages.ANSWER_UNITS]]
+        return stages.passages_result(request.question, units, common)
 
 
 # --- The worker's entry points -----------------------------------------------------------

@@ -17,16 +17,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .bundle import Bundle, Page, UnitRecord, load_bundle
+from . import stages
+from .bundle import Bundle, UnitRecord, load_bundle
 from .dense import DenseIndex
 from .embedders import Embedder, EmbedderError, EmbedderSpec, load_embedder
 from .gate import Signals, confidence, default_params, gate_score, margin
-from .lexical import ceiling_floor, idf, term_ceiling
 from .lexical_numpy import NumpyLexical
-from .memory import COMPLETED_KINDS
 from .settings import Settings
 from .tokenize import query_terms
-from .types import AskRequest, HistoryItem, PageRef
+from .types import AskRequest, PageRef
 
 log = logging.getLogger("docpilot.retrieval")
 
@@ -42,11 +41,7 @@ RRF_WEIGHTS = {"lexical": 1.0, "dense": 0.5}
 # cosine loses first-place hits, so the fused order is kept. The gate does not depend on
 # this choice: it reads the raw channel signals.
 RERANK: Literal["fused", "dense", "blend"] = "fused"
-CHANNEL_DEPTH = 50  # units each channel contributes to the fusion
-POOL = 30  # fused units kept for re-ranking and for the answer
 DENSE_CANDIDATES = 200  # Hamming candidates rescored with the float query
-ANSWER_UNITS = 4
-PAGE_UNITS = 2
 Mode = Literal["hybrid", "lexical"]
 
 
@@ -78,22 +73,6 @@ class Searcher:
         self.lexical = lexical
         self.dense = dense
 
-    def lexical_signals(
-        self, terms: Sequence[str], hits: list[tuple[int, float]]
-    ) -> tuple[float, float]:
-        ceiling = max(
-            sum(
-                term_ceiling(idf(self.lexical.count, self.lexical.document_frequency(t)))
-                for t in dict.fromkeys(terms)
-            ),
-            ceiling_floor(self.lexical.count),
-        )
-        if not hits or ceiling <= 0:
-            return 0.0, 0.0
-        scores = [s for _, s in hits]
-        strength = min(scores[0] / ceiling, 1.0)
-        return strength, margin(scores, 4) / scores[0]
-
     def cosines(self, query: np.ndarray, rows: Sequence[int]) -> np.ndarray:
         assert self.dense is not None
         centred = (query - self.dense.center).astype(np.float32)
@@ -104,20 +83,22 @@ class Searcher:
 
     def search(self, text: str, query_vector: np.ndarray | None) -> Ranking:
         terms = query_terms(text)
-        lexical = self.lexical.search(terms, CHANNEL_DEPTH)
-        lex_strength, lex_margin = self.lexical_signals(terms, lexical)
+        lexical = self.lexical.search(terms, stages.CHANNEL_DEPTH)
+        lex_strength, lex_margin = stages.lexical_signals(self.lexical, terms, lexical)
         if self.dense is None or query_vector is None:
-            order = [unit for unit, _ in lexical[:POOL]]
+            order = [unit for unit, _ in lexical[: stages.POOL]]
             signals = Signals(lexical_strength=lex_strength, lexical_margin=lex_margin)
             return Ranking(order=order, mode="lexical", signals=signals, lexical=lexical)
         rows, scores = self.dense.search(query_vector, DENSE_CANDIDATES)
-        dense = [(int(r), float(s)) for r, s in zip(rows[:CHANNEL_DEPTH], scores, strict=False)]
+        dense = [
+            (int(r), float(s)) for r, s in zip(rows[: stages.CHANNEL_DEPTH], scores, strict=False)
+        ]
         fused = rrf(
             [
                 (RRF_WEIGHTS["lexical"], [u for u, _ in lexical]),
                 (RRF_WEIGHTS["dense"], [u for u, _ in dense]),
             ]
-        )[:POOL]
+        )[: stages.POOL]
         order = [u for u, _ in fused]
         if RERANK != "fused" and order:
             cos = self.cosines(query_vector, order)
@@ -156,56 +137,23 @@ class Retrieval:
         return self.ranking.mode
 
     def ordered(self) -> list[int]:
-        rest = [u for u in self.ranking.order if u not in self.page_first]
-        return [*self.page_first, *rest]
+        return stages.with_page_first(self.page_first, self.ranking.order)
 
     def ranked_ids(self) -> list[str]:
-        units = self.site.bundle.units
-        order = self.ordered()
-        seen = set(order)
-        # At least 10 where the corpus has them: top up from the lexical list.
-        for unit, _ in self.ranking.lexical:
-            if len(order) >= 10:
-                break
-            if unit not in seen:
-                order.append(unit)
-                seen.add(unit)
-        return [units[u].id for u in order]
+        return stages.ranked_ids(self.ordered(), self.ranking.lexical, self.site.bundle.units)
 
-    def answer_units(self, limit: int = ANSWER_UNITS) -> list[UnitRecord]:
+    def answer_units(self, limit: int = stages.ANSWER_UNITS) -> list[UnitRecord]:
         units = self.site.bundle.units
         return [units[u] for u in self.ordered()[:limit]]
 
-    def closest_pages(self, limit: int = 5) -> list[Page]:
-        pages: list[Page] = []
-        seen: set[int] = set()
-        for unit in self.ordered():
-            page_index = self.site.bundle.units[unit].page
-            if page_index not in seen:
-                seen.add(page_index)
-                pages.append(self.site.bundle.pages[page_index])
-            if len(pages) >= limit:
-                break
-        return pages
+    def closest_pages(self) -> list[PageRef]:
+        return stages.closest_pages(self.ordered(), self.site.bundle.units, self.site.bundle.pages)
 
     def progress(self) -> str:
         if not self.passed:
             return "No section of the documentation covers this closely"
         found = len(self.answer_units())
         return f"Found {found} result{'s' if found != 1 else ''}"
-
-
-def _composed_question(history: Sequence[HistoryItem], question: str) -> str | None:
-    """The follow-up composed with the last *answered* question (and the one before it
-    when that turn was itself rescued by this channel); refused turns never anchor it."""
-    answered = [h for h in history if h.kind in COMPLETED_KINDS]
-    if not answered:
-        return None
-    last = answered[-1]
-    parts = [last.question]
-    if last.rescued and len(answered) > 1:
-        parts.insert(0, answered[-2].question)
-    return " ".join([*parts, question])
 
 
 @dataclass
@@ -279,7 +227,7 @@ class Site:
         ranking = self.search(request.question)
         passed, score, conf = self.judge(ranking)
         rescued = False
-        composed = _composed_question(request.history, request.question)
+        composed = stages.composed_question(request.history, request.question)
         if composed is not None:
             composed_ranking = self.search(composed)
             c_passed, c_score, c_conf = self.judge(composed_ranking)
@@ -291,7 +239,13 @@ class Site:
                     c_conf,
                     True,
                 )
-        page_first = self._page_first(request.page, ranking) if request.page else []
+        page_first = (
+            stages.page_first(
+                request.page, self.prefix, self.page_units, ranking.order, ranking.lexical
+            )
+            if request.page
+            else []
+        )
         return Retrieval(
             site=self,
             ranking=ranking,
@@ -301,34 +255,6 @@ class Site:
             rescued=rescued,
             page_first=page_first,
         )
-
-    def _page_first(self, page: str, ranking: Ranking) -> list[int]:
-        """The reader's current page's two closest units, placed first whatever their
-        score; they do not count toward confidence (computed before this)."""
-        path = page.split("#", 1)[0].split("?", 1)[0]
-        if self.prefix != "/" and path.startswith(self.prefix):
-            path = "/" + path[len(self.prefix) :]
-        candidates = self.page_units.get(path) or self.page_units.get(path.rstrip("/") + "/")
-        if not candidates:
-            return []
-        rank = {u: i for i, u in enumerate(ranking.order)}
-        lexical_rank = {u: i for i, (u, _) in enumerate(ranking.lexical)}
-        best = sorted(
-            candidates,
-            key=lambda u: (rank.get(u, len(rank)), lexical_rank.get(u, len(lexical_rank)), u),
-        )
-        return best[:PAGE_UNITS]
-
-    def refusal_markdown(self, closest: list[PageRef]) -> str:
-        lines = [
-            f"The {self.name} documentation does not seem to cover this, so I won't guess.",
-        ]
-        if closest:
-            lines.append("")
-            lines.append("These pages are the closest matches:")
-            lines.append("")
-            lines.extend(f"- [{p.title or p.url}]({p.url})" for p in closest)
-        return "\n".join(lines)
 
 
 def query_embedder(bundle: Bundle, settings: Settings) -> tuple[Embedder | None, str | None]:

@@ -72,10 +72,13 @@ BROWSER_MODULES = (
     "credentials",
     "gate",
     "lexical",
+    "memory",
     "passages",
     "social",
+    "stages",
     "tokenize",
     "types",
+    "validate",
 )
 # Where this package is installed: node_modules/pyodide is also looked for above it.
 PACKAGE_DIR = Path(__file__).resolve().parent

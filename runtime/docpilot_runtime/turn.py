@@ -24,16 +24,14 @@ from typing import Any
 
 import httpx
 
+from . import stages
 from .answer import Answer, ask_providers
 from .bundle import BUNDLE_DIR, BUNDLE_NAME
-from .credentials import credential_reply, find_credential
 from .memory import build_memory, render_memory
-from .passages import passages_markdown
 from .providers import Provider, ProviderError, make_provider
 from .retrieval import Site, load_site
 from .settings import Settings
-from .social import match_social
-from .types import AskRequest, Citation, PageRef, Result
+from .types import AskRequest, Result
 
 log = logging.getLogger("docpilot.turn")
 
@@ -123,22 +121,11 @@ class Runtime:
         turn_id = new_turn_id()
         base: dict[str, Any] = {"turn_id": turn_id, "bundle_hash": site.bundle.hash}
 
-        # 1. A pasted credential ends the turn before anything else sees the text.
-        found = find_credential(request.question)
-        if found is None and request.quote:
-            found = find_credential(request.quote)
-        if found is not None:
-            return Result(
-                kind="credential",
-                markdown=credential_reply(found),
-                credential_kind=found.kind,
-                **base,
-            )
-
-        # 2. Social openers: a template, no retrieval.
-        social = match_social(request.question, site.name, self.settings.social_templates)
-        if social is not None:
-            return Result(kind="social", markdown=social.markdown, **base)
+        # 1-2. A pasted credential, then a purely social message, end the turn before
+        # anything else sees the text.
+        opening = stages.opening_result(request, site.name, self.settings.social_templates, base)
+        if opening is not None:
+            return opening
 
         # 3. Retrieval and the gate.
         # Off the event loop: a hosted query embedder is a blocking HTTP call.
@@ -152,13 +139,7 @@ class Runtime:
             "ranked": retrieval.ranked_ids(),
         }
         if not retrieval.passed:
-            closest = [PageRef(url=p.url, title=p.title) for p in retrieval.closest_pages()]
-            return Result(
-                kind="refusal",
-                markdown=site.refusal_markdown(closest),
-                closest=closest,
-                **common,
-            )
+            return stages.refusal_result(site.name, retrieval.closest_pages(), common)
 
         # 4-6. A model, primed with the gate's excerpts, through the answer ladder.
         if self.providers:
@@ -177,27 +158,18 @@ class Runtime:
                         **common,
                     )
                 # An answer with no surviving citation is never shown: a refusal.
-                closest = [PageRef(url=p.url, title=p.title) for p in retrieval.closest_pages()]
-                return Result(
-                    kind="refusal",
-                    markdown=site.refusal_markdown(closest),
-                    closest=closest,
-                    model_confidence=answered.model_confidence,
-                    usage=answered.usage,
-                    **common,
+                return stages.refusal_result(
+                    site.name,
+                    retrieval.closest_pages(),
+                    {
+                        **common,
+                        "model_confidence": answered.model_confidence,
+                        "usage": answered.usage,
+                    },
                 )
 
         # Above the gate with no model (or none answered): the best excerpts, each cited.
-        units = retrieval.answer_units()
-        citations = [
-            Citation(n=i + 1, id=u.id, url=u.url, title=u.title) for i, u in enumerate(units)
-        ]
-        return Result(
-            kind="passages",
-            markdown=passages_markdown(request.question, units),
-            citations=citations,
-            **common,
-        )
+        return stages.passages_result(request.question, retrieval.answer_units(), common)
 
 
 def find_bundles(site_dir: Path) -> list[tuple[str, Path]]:
