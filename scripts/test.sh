@@ -23,4 +23,7 @@ export NO_MKDOCS_2_WARNING=1
 .venv/bin/mypy
 # The browser/edge core's tests under Pyodide in Node; a failure stops the command here.
 timeout 600 node tools/pyodide/run-tests.mjs
-.venv/bin/python -m pytest "$@"
+# The browser tests run in their own session: Playwright's sync API keeps an event loop
+# on the main thread, which the other tests' asyncio.run must not share.
+.venv/bin/python -m pytest --ignore=tests/browser "$@"
+.venv/bin/python -m pytest tests/browser "$@"

@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from corpora import EXAMPLE_SITE, MATERIAL, reduced_config
-
-MKDOCS_ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
-
-
-def mkdocs_build(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    """Run a real `mkdocs build` in a subprocess; fail the test with its output."""
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "-f", str(config), *extra],
-        capture_output=True,
-        text=True,
-        env=MKDOCS_ENV,
-        cwd=config.parent,
-    )
-    if result.returncode != 0:
-        pytest.fail(f"mkdocs build of {config} failed:\n{result.stdout}\n{result.stderr}")
-    return result
-
-
-SiteFactory = Callable[..., Path]
+from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build, reduced_config
 
 
 @pytest.fixture

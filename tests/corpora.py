@@ -7,9 +7,14 @@ common Markdown extensions, pages untouched.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,3 +92,23 @@ def reduced_config(corpus: Path, workdir: Path, plugin: dict[str, Any] | None = 
     workdir.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
+
+
+MKDOCS_ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
+
+
+def mkdocs_build(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """Run a real `mkdocs build` in a subprocess; fail the test with its output."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-f", str(config), *extra],
+        capture_output=True,
+        text=True,
+        env=MKDOCS_ENV,
+        cwd=config.parent,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"mkdocs build of {config} failed:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+SiteFactory = Callable[..., Path]

@@ -13,7 +13,7 @@ from pathlib import Path
 import msgpack
 import numpy as np
 import pytest
-from conftest import SiteFactory, mkdocs_build
+from corpora import SiteFactory, mkdocs_build
 from docpilot_runtime.bundle import bundle_path, load_bundle
 from docpilot_runtime.embedders import EmbedderSpec, load_embedder
 from docpilot_runtime.index.build import BuildError, collect_pages, index_site
