@@ -26,4 +26,6 @@ timeout 600 node tools/pyodide/run-tests.mjs
 # The browser tests run in their own session: Playwright's sync API keeps an event loop
 # on the main thread, which the other tests' asyncio.run must not share.
 .venv/bin/python -m pytest --ignore=tests/browser "$@"
-[ -d tests/browser ] && .venv/bin/python -m pytest tests/browser "$@"
+if [ -d tests/browser ]; then
+  .venv/bin/python -m pytest tests/browser "$@"
+fi
