@@ -304,3 +304,21 @@ def test_changed_option_is_not_served_from_the_last_build(tmp_path: Path) -> Non
     assert narrow.units > wide.units
     again = index_site(site, base)
     assert again.units == wide.units
+
+
+@pytest.mark.parametrize(
+    ("tools", "message"),
+    [
+        ([{"name": "answer", "endpoint": "http://127.0.0.1/x"}], "reserved"),
+        ([{"name": "limits", "endpoint": "file:///etc/passwd"}], "endpoint"),
+        ([{"description": "no name"}], "'name'"),
+        ([{"name": "limits", "endpoint": "https://x.test/", "parameters": "plan"}], "JSON Schema"),
+    ],
+)
+def test_bad_site_tool_declarations_are_rejected_naming_the_problem(
+    tools: list[dict[str, object]], message: str
+) -> None:
+    from docpilot_runtime.index.options import OptionsError, index_options
+
+    with pytest.raises(OptionsError, match=message):
+        index_options({"tools": tools}, "mkdocs.yml plugins.docpilot")

@@ -97,6 +97,8 @@ def _answer(raw: dict[str, Any], file: Path) -> AnswerSettings:
             raise SettingsError(f"{file}: [answer] {key} must be a non-negative integer")
     if table.get("max_steps", 1) < 1:
         raise SettingsError(f"{file}: [answer] max_steps must be at least 1")
+    if table.get("max_answer_chars", 200) < 200:
+        raise SettingsError(f"{file}: [answer] max_answer_chars must be at least 200")
     return AnswerSettings(**table)
 
 

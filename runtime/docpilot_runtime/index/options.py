@@ -71,4 +71,30 @@ def index_options(values: Mapping[str, Any], where: str) -> IndexOptions:
             if not isinstance(kwargs[key], list | tuple):
                 raise OptionsError(f"{where}: {key!r} should be a list, got {kwargs[key]!r}")
             kwargs[key] = tuple(kwargs[key])
+    for tool in kwargs.get("tools", ()):
+        _check_declaration(tool, "tools", where, needs_endpoint=True)
+    for action in kwargs.get("actions", ()):
+        _check_declaration(action, "actions", where, needs_endpoint=False)
     return IndexOptions(**kwargs)
+
+
+# Names the runtime's own tools use: a site tool may not take one over.
+RESERVED_TOOL_NAMES = {"search_docs", "fetch_section", "expand_section", "list_pages", "answer"}
+
+
+def _check_declaration(item: Any, key: str, where: str, needs_endpoint: bool) -> None:
+    """A site tool or action: a name, an optional JSON Schema, and for a tool an
+    http(s) endpoint of the site's own backend."""
+    if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or not item["name"]:
+        raise OptionsError(f"{where}: every entry of {key!r} needs a 'name' string, got {item!r}")
+    name = item["name"]
+    if key == "tools" and name in RESERVED_TOOL_NAMES:
+        raise OptionsError(f"{where}: site tool name {name!r} is reserved for a built-in tool")
+    parameters = item.get("parameters")
+    if parameters is not None and not isinstance(parameters, Mapping):
+        raise OptionsError(f"{where}: {key} {name!r}: 'parameters' must be a JSON Schema object")
+    endpoint = item.get("endpoint")
+    if needs_endpoint and not (
+        isinstance(endpoint, str) and endpoint.startswith(("http://", "https://"))
+    ):
+        raise OptionsError(f"{where}: tool {name!r} needs an http(s) 'endpoint', got {endpoint!r}")
