@@ -18,3 +18,17 @@ class DocPilotConfig(Config):  # type: ignore[no-untyped-call]
     cache_dir = c.Type(str, default=DEFAULT_CACHE_DIR)
     tools = c.ListOfItems(c.Type(dict), default=[])
     actions = c.ListOfItems(c.Type(dict), default=[])
+
+    # The reader's widget. Everything here is published in every page: no secrets.
+    widget = c.Type(bool, default=True)
+    # "" = same origin (/api), an absolute http(s) URL of a runtime, or "browser" (static mode).
+    endpoint = c.Type(str, default="")
+    title = c.Type(str, default="Ask the docs")
+    placeholder = c.Type(str, default="Ask a question about these docs")
+    position = c.Choice(("bottom-right", "bottom-left"), default="bottom-right")
+    suggested_questions = c.ListOfItems(c.Type(str), default=[])
+    support_url = c.Type(str, default="")
+    history = c.Type(bool, default=False)
+    language = c.Type(str, default="")  # "" = theme.language, else English
+    strings = c.DictOfItems(c.Type(str), default={})
+    pyodide_url = c.Type(str, default="")

@@ -1,0 +1,163 @@
+"""Helpers for the browser tests: a page that records what it does, crafted answers,
+and changed widget options (imported by conftest.py and the tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, Request, Route
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
+# Pyodide boots in 2-6 s here; the first answer of a context waits for it.
+ANSWER_TIMEOUT_MS = 60_000
+MKDOCS_ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
+
+
+def mkdocs_build(config: Path) -> subprocess.CompletedProcess[str]:
+    """A real `mkdocs build` in a subprocess, as tests/conftest.py runs it (that module
+    cannot be imported from here: this folder has a conftest.py of its own)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-f", str(config)],
+        capture_output=True,
+        text=True,
+        env=MKDOCS_ENV,
+        cwd=config.parent,
+    )
+
+
+def sitemap_xml(site_dir: Path, base: str) -> str:
+    """A sitemap of every built page, at ``base`` (what MkDocs writes with `site_url`)."""
+    urls = sorted(
+        "/" + p.parent.relative_to(site_dir).as_posix() + "/"
+        for p in site_dir.rglob("index.html")
+        if "docpilot" not in p.parts
+    )
+    locs = "".join(f"<url><loc>{base}{u.replace('/./', '/')}</loc></url>" for u in urls)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{locs}</urlset>'
+    )
+
+
+@dataclass
+class Reader:
+    """A page plus what it did: every request, dialogs, and helpers to use the widget."""
+
+    page: Page
+    requests: list[Request] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def api_requests(self) -> list[Request]:
+        return [r for r in self.requests if "/api/" in r.url]
+
+    def asks(self) -> list[dict[str, Any]]:
+        """The JSON bodies of every POST /api/ask so far."""
+        bodies = [r.post_data_json for r in self.api_requests() if r.url.endswith("/api/ask")]
+        return [b for b in bodies if isinstance(b, dict)]
+
+    def open_panel(self) -> None:
+        self.page.locator(".dp-launcher").click()
+        self.page.locator("#dp-panel").wait_for(state="visible")
+
+    def ask(self, question: str) -> None:
+        """Type and send a question (the panel must be open)."""
+        self.page.locator(".dp-input").fill(question)
+        self.page.locator(".dp-input").press("Enter")
+
+    def wait_answer(self, turn: int = 0) -> Any:
+        """The body of the ``turn``-th answer once its final result is drawn."""
+        body = self.page.locator(".dp-turn").nth(turn).locator(".dp-body[data-kind]")
+        body.wait_for(timeout=ANSWER_TIMEOUT_MS)
+        return body
+
+    def screenshot(self, name: str) -> Path:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        self.page.screenshot(path=str(path))
+        return path
+
+
+# Records, from the first script on, the progress lines the widget shows and the
+# order in which progress and answer appeared (a MutationObserver sees every change,
+# however briefly a line was on screen).
+RECORD_PROGRESS = """
+window.__docpilotSeen = [];
+new MutationObserver((records) => {
+  for (const record of records) for (const node of record.addedNodes) {
+    if (node.nodeType !== 1) continue;
+    if (node.matches('.dp-steps li')) window.__docpilotSeen.push(['progress', node.textContent]);
+    if (node.matches('.dp-cites')) window.__docpilotSeen.push(['citations', '']);
+  }
+}).observe(document, {childList: true, subtree: true});
+"""
+
+
+def sse(*events: tuple[str, dict[str, Any]]) -> str:
+    """A Server-Sent Events body, as the runtime writes it."""
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+
+
+def result(**fields: Any) -> dict[str, Any]:
+    """A result object (DESIGN.md) with defaults for every field not given."""
+    base: dict[str, Any] = {
+        "turn_id": "0123456789abcdef0123456789abcdef",
+        "kind": "answer",
+        "markdown": "",
+        "bundle_hash": "0" * 64,
+        "citations": [],
+        "closest": [],
+        "tentative": False,
+        "confidence": 80,
+        "model_confidence": 80,
+        "retriever": "hybrid",
+        "rescued": False,
+        "ranked": [],
+        "actions": [],
+        "summary": "",
+        "credential_kind": None,
+        "usage": None,
+    }
+    return {**base, **fields}
+
+
+def serve_answer(page: Page, answer: dict[str, Any], deltas: tuple[str, ...] = ()) -> None:
+    """Answer every POST /api/ask of this page with a crafted stream (the request itself
+    is still recorded by `reader`)."""
+    body = sse(
+        ("progress", {"stage": "retrieval", "message": "Found 1 results"}),
+        *(("delta", {"text": d}) for d in deltas),
+        ("answer", answer),
+    )
+
+    def fulfill(route: Route) -> None:
+        route.fulfill(status=200, body=body, headers={"Content-Type": "text/event-stream"})
+
+    page.route("**/api/ask", fulfill)
+
+
+def with_widget_config(page: Page, path: str, change: Callable[[dict[str, Any]], None]) -> None:
+    """Serve ``path`` with its widget configuration changed by ``change`` (as an owner's
+    mkdocs.yml options would), so one build covers options such as `history`."""
+
+    def handle(route: Route) -> None:
+        response = route.fetch()
+        html = response.text()
+        match = re.search(
+            r'(<script id="docpilot-config" type="application/json">)(.*?)(</script>)', html
+        )
+        assert match, f"{path} has no widget configuration"
+        config = json.loads(match.group(2))
+        change(config)
+        data = json.dumps(config).replace("<", "\\u003c")
+        html = html[: match.start(2)] + data + html[match.end(2) :]
+        route.fulfill(response=response, body=html)
+
+    page.route(f"**{path}", handle)

@@ -1,0 +1,155 @@
+"""Browser tests: the reader's widget in Debian's Chromium, driven by pytest-playwright.
+
+One browser per session (pytest-playwright's `browser`), a fresh context per test (so
+storage starts empty). The site is example-site built once (`example_site`), served
+with its API by the real runtime on uvicorn (`site_server`); its settings come from the
+`runtime_settings` fixture, which a test module can override (a scripted model provider
+plugs in there). Static mode gets its own build, served by a plain static file server.
+
+Material's instant navigation only follows links listed in sitemap.xml, which MkDocs
+leaves empty without `site_url`; `reader` serves the browser a sitemap of the built
+pages at the live server's address, so instant navigation works as on a deployed site.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import yaml
+from browsing import RECORD_PROGRESS, SCREENSHOTS, Reader, mkdocs_build, sitemap_xml
+from corpora import EXAMPLE_SITE
+from docpilot_runtime.app import create_app
+from docpilot_runtime.settings import Settings
+from playwright.sync_api import Page
+from servers.runtime import RunningServer, serve_app
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here that drives Chromium (through the `page` fixture) is `browser`."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents and "page" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """Debian's Chromium (playwright's own download is not available here), offline:
+    every host name but 127.0.0.1 fails to resolve."""
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (scripts/test.sh does)")
+    return {
+        **browser_type_launch_args,
+        "executable_path": str(CHROMIUM),
+        "args": [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        ],
+    }
+
+
+@pytest.fixture(scope="session")
+def runtime_settings() -> Settings:
+    """The runtime's settings for the browser tests (no provider: turns settle as passages)."""
+    return Settings()
+
+
+@pytest.fixture(scope="session")
+def site_server(example_site: Path, runtime_settings: Settings) -> Iterator[RunningServer]:
+    """example-site and its API on the real runtime, once per session."""
+    if not (example_site / "docpilot" / "docpilot.js").is_file():
+        pytest.fail(f"the build did not copy the widget into {example_site / 'docpilot'}")
+    with serve_app(create_app(example_site, runtime_settings)) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def base_url(site_server: RunningServer) -> str:
+    """pytest-base-url's fixture: `page.goto("/reference/cli/")` goes to the live site."""
+    return site_server.base_url
+
+
+@pytest.fixture
+def reader(page: Page, site_server: RunningServer, example_site: Path) -> Reader:
+    """The test's page, recording requests and dialogs, with a live sitemap."""
+    seen = Reader(page)
+    page.on("request", lambda request: seen.requests.append(request))
+    page.on("dialog", lambda dialog: (seen.dialogs.append(dialog.message), dialog.dismiss()))
+    sitemap = sitemap_xml(example_site, site_server.base_url)
+    page.route(
+        "**/sitemap.xml",
+        lambda route: route.fulfill(body=sitemap, content_type="application/xml"),
+    )
+    page.add_init_script(RECORD_PROGRESS)
+    page.set_default_timeout(15_000)
+    return seen
+
+
+# ------------------------------------------------------------------ static mode
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    extensions_map: ClassVar[dict[str, str]] = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".wasm": "application/wasm",
+        ".mjs": "text/javascript",
+        ".js": "text/javascript",
+    }
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def static_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """example-site built with `endpoint: browser` (static mode)."""
+    work = tmp_path_factory.mktemp("static")
+    config = yaml.safe_load((EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8"))
+    plugins = []
+    for plugin in config["plugins"]:
+        if plugin == "docpilot" or (isinstance(plugin, dict) and "docpilot" in plugin):
+            options = plugin["docpilot"] if isinstance(plugin, dict) else {}
+            cache = str(EXAMPLE_SITE / ".cache" / "docpilot")
+            plugin = {"docpilot": {**(options or {}), "endpoint": "browser", "cache_dir": cache}}
+        plugins.append(plugin)
+    config.update(
+        plugins=plugins,
+        docs_dir=str(EXAMPLE_SITE / "docs"),
+        site_dir=str(work / "site"),
+    )
+    path = work / "mkdocs.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    done = mkdocs_build(path)
+    if done.returncode != 0:
+        pytest.fail(f"mkdocs build of {path} failed:\n{done.stdout}\n{done.stderr}")
+    return work / "site"
+
+
+@pytest.fixture(scope="session")
+def static_server(static_site: Path) -> Iterator[str]:
+    """The static site on a plain file server: no runtime, no /api."""
+    handler = functools.partial(QuietHandler, directory=str(static_site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, name="static-site", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def clean_screenshots() -> None:
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)

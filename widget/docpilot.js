@@ -1,0 +1,850 @@
+/* DocPilot widget: a launcher and a chat panel that answer from this site's docs.
+ *
+ * Loaded by the `docpilot` MkDocs plugin as <script type="module" src=".../docpilot/docpilot.js">
+ * next to <script type="application/json" id="docpilot-config">. No framework, no build step.
+ *
+ * Keyboard: "A" (no modifier, focus not in a text field) opens the panel; Material keeps
+ * f, s, / for search and p, n, comma, period for paging. Focus moves into the question box
+ * on open and back to the launcher on close; Escape closes; Enter sends, Shift+Enter is a
+ * new line.
+ *
+ * Privacy: nothing is stored and nothing is sent before the reader's first question.
+ * Every question (and quote) first goes through the credential check in a Pyodide worker
+ * (worker.js, booted when the panel first opens); a question holding a secret is answered
+ * here and never sent. If the worker cannot start, nothing is sent at all.
+ *
+ * Worker protocol: post {id, type: "boot"|"check"|"load"|"ask", ...}, reply
+ * {id, ok: true, result} or {id, ok: false, error}. Static mode (endpoint "browser")
+ * loads the bundle into the worker and asks it instead of a server.
+ *
+ * Safety: model and docs text become DOM nodes through textContent only (see `markdown`);
+ * links are kept only for http(s) and site-relative URLs.
+ */
+
+const ROOT = new URL("../", import.meta.url); // the script lives at <root>/docpilot/
+const CONFIG = JSON.parse(document.getElementById("docpilot-config")?.textContent || "{}");
+const T = CONFIG.strings || {};
+const STATIC = CONFIG.endpoint === "browser";
+const API = CONFIG.endpoint && !STATIC ? CONFIG.endpoint.replace(/\/+$/, "").replace(/(\/api)?$/, "/api") : "/api";
+const CHAT_KEY = "docpilot:chat"; // sessionStorage: the open conversation
+const PAST_KEY = "docpilot:past"; // localStorage (history: true): finished conversations
+const HISTORY_SENT = 6;
+const MAX_PAST = 20;
+const BOOT_TIMEOUT_MS = 90000;
+
+// ------------------------------------------------------------------ DOM helpers
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text != null) node.textContent = text;
+  return node;
+}
+
+function button(className, label, onClick, text) {
+  const node = el("button", className, text);
+  node.type = "button";
+  if (label) node.setAttribute("aria-label", label), (node.title = label);
+  node.addEventListener("click", onClick);
+  return node;
+}
+
+// Stroke icons drawn on a 24-unit grid; the path data is ours, never model text.
+const ICONS = {
+  chat: "M4 5h16v11H10l-6 4z",
+  close: "M6 6l12 12M18 6 6 18",
+  send: "M4 12h15M13 6l6 6-6 6",
+  plus: "M12 5v14M5 12h14",
+  past: "M12 7v5l3 2M3.5 12a8.5 8.5 0 1 0 2.5-6M3 4v4h4",
+  thumb: "M7 11v9H4v-9zm0 0 4-7c1.5 0 2.5 1 2 3l-1 3h6c1 0 2 1 1.7 2.2l-1.7 6.3c-.3 1-1 1.5-2 1.5H7",
+};
+
+function icon(name, flip) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  const path = document.createElementNS(ns, "path");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("aria-hidden", "true");
+  if (flip) svg.setAttribute("transform", "rotate(180)");
+  path.setAttribute("d", ICONS[name]);
+  svg.append(path);
+  return svg;
+}
+
+/** An absolute URL for a link in model or docs text, or null: only http(s) links and
+ * site-relative paths ("/guide/#anchor", resolved against the site root) survive. */
+function safeHref(url) {
+  let resolved;
+  try {
+    if (/^https?:\/\//i.test(url)) resolved = new URL(url);
+    else if (url.startsWith("/") && !url.startsWith("//")) resolved = new URL(url.slice(1), ROOT);
+    else return null;
+  } catch {
+    return null;
+  }
+  return /^https?:$/.test(resolved.protocol) ? resolved.href : null;
+}
+
+function link(href, text) {
+  const a = el("a", null, text);
+  a.href = href;
+  // Same-site links stay in the tab (Material's instant navigation keeps the panel).
+  if (new URL(href).origin !== location.origin) a.target = "_blank", (a.rel = "noopener noreferrer");
+  return a;
+}
+
+// -------------------------------------------------------------- safe Markdown
+
+const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/;
+const HEADING = /^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
+const RULE = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
+const QUOTE = /^ {0,3}> ?/;
+const LIST = /^( {0,8})([-*+]|\d{1,9}[.)])\s+(.*)$/;
+const TABLE_RULE = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/;
+// Inline spans, earliest first: code, bold, italic, citation markers, links, autolinks.
+const INLINE =
+  /(`+)(.+?)\1|\*\*(.+?)\*\*|__(.+?)__|\*(\S(?:.*?\S)?)\*|(?<!\w)_(\S(?:.*?\S)?)_(?!\w)|\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\](?!\()|\[([^\]]+)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|<(https?:\/\/[^>\s]+)>/g;
+
+const indentOf = (line) => line.length - line.trimStart().length;
+const startsBlock = (line) =>
+  FENCE.test(line) || HEADING.test(line) || RULE.test(line) || QUOTE.test(line) || LIST.test(line);
+
+/** Markdown as a DocumentFragment built from elements and text nodes only. `ctx.cite(n)`
+ * turns a citation marker into a link (or null when there is no such citation). */
+function markdown(text, ctx) {
+  const root = document.createDocumentFragment();
+  blocks(String(text || "").replace(/\r\n?/g, "\n").split("\n"), root, ctx);
+  return root;
+}
+
+function blocks(lines, parent, ctx) {
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    let m;
+    if (!line.trim()) {
+      i++;
+    } else if ((m = FENCE.exec(line))) {
+      const close = new RegExp(`^ {0,3}${m[1][0] === "`" ? "`" : "~"}{${m[1].length},}\\s*$`);
+      const body = [];
+      for (i++; i < lines.length && !close.test(lines[i]); i++) body.push(lines[i]);
+      i++;
+      const pre = parent.appendChild(el("pre"));
+      pre.append(el("code", m[2] ? `language-${m[2]}` : null, body.join("\n")));
+    } else if ((m = HEADING.exec(line))) {
+      // Answer headings sit under the panel's own heading: shift them down two levels.
+      inline(m[2], parent.appendChild(el(`h${Math.min(6, m[1].length + 2)}`)), ctx);
+      i++;
+    } else if (RULE.test(line)) {
+      parent.append(el("hr"));
+      i++;
+    } else if (QUOTE.test(line)) {
+      const body = [];
+      for (; i < lines.length && QUOTE.test(lines[i]); i++) body.push(lines[i].replace(QUOTE, ""));
+      blocks(body, parent.appendChild(el("blockquote")), ctx);
+    } else if ((m = LIST.exec(line))) {
+      i = list(lines, i, m, parent, ctx);
+    } else if (line.includes("|") && TABLE_RULE.test(lines[i + 1] || "")) {
+      i = table(lines, i, parent, ctx);
+    } else {
+      const body = [line.trim()];
+      for (i++; i < lines.length && lines[i].trim() && !startsBlock(lines[i]); i++) {
+        body.push(lines[i].trim());
+      }
+      inline(body.join(" "), parent.appendChild(el("p")), ctx);
+    }
+  }
+}
+
+function list(lines, i, first, parent, ctx) {
+  const base = first[1].length;
+  const ordered = /\d/.test(first[2]);
+  const node = parent.appendChild(el(ordered ? "ol" : "ul"));
+  if (ordered && parseInt(first[2], 10) !== 1) node.start = parseInt(first[2], 10);
+  const items = [];
+  for (; i < lines.length; i++) {
+    const line = lines[i];
+    const m = LIST.exec(line);
+    if (m && m[1].length === base && /\d/.test(m[2]) === ordered) {
+      items.push([m[3]]);
+    } else if (!line.trim()) {
+      // A blank line continues the list only if the next line is indented or a sibling item.
+      const next = lines[i + 1] || "";
+      if (!next.trim() || (indentOf(next) <= base && !LIST.test(next))) break;
+      items.at(-1).push("");
+    } else if (indentOf(line) > base || !startsBlock(line)) {
+      items.at(-1).push(line.slice(Math.min(indentOf(line), base + first[2].length + 1)));
+    } else {
+      break;
+    }
+  }
+  for (const item of items) blocks(item, node.appendChild(el("li")), ctx);
+  return i;
+}
+
+function table(lines, i, parent, ctx) {
+  const cells = (line) => line.trim().replace(/^\||\|$/g, "").split("|");
+  const wrap = parent.appendChild(el("div", "dp-table"));
+  const node = wrap.appendChild(el("table"));
+  const head = node.appendChild(el("thead")).appendChild(el("tr"));
+  for (const cell of cells(lines[i])) inline(cell.trim(), head.appendChild(el("th")), ctx);
+  const body = node.appendChild(el("tbody"));
+  for (i += 2; i < lines.length && lines[i].includes("|"); i++) {
+    const row = body.appendChild(el("tr"));
+    for (const cell of cells(lines[i])) inline(cell.trim(), row.appendChild(el("td")), ctx);
+  }
+  return i;
+}
+
+function inline(text, parent, ctx) {
+  const re = new RegExp(INLINE); // own lastIndex: inline() recurses
+  let last = 0;
+  let m;
+  while ((m = re.exec(text))) {
+    parent.append(text.slice(last, m.index));
+    last = re.lastIndex;
+    if (m[1]) parent.append(el("code", null, m[2].replace(/^ (.*) $/, "$1")));
+    else if (m[3] || m[4]) inline(m[3] || m[4], parent.appendChild(el("strong")), ctx);
+    else if (m[5] || m[6]) inline(m[5] || m[6], parent.appendChild(el("em")), ctx);
+    else if (m[7]) {
+      const marks = m[7].split(/\s*,\s*/).map((n) => ctx.cite(Number(n)));
+      marks.every(Boolean) ? parent.append(...marks) : parent.append(m[0]);
+    } else if (m[8]) {
+      const href = safeHref(m[9]);
+      inline(m[8], href ? parent.appendChild(link(href)) : parent, ctx);
+    } else {
+      const href = safeHref(m[10]);
+      parent.append(href ? link(href, m[10]) : m[10]);
+    }
+  }
+  parent.append(text.slice(last));
+}
+
+// -------------------------------------------------------------- the worker
+
+let worker = null;
+let booting = null;
+let seq = 0;
+const pending = new Map();
+
+/** Post one request to the worker; resolves with its result, rejects with its error. */
+function call(type, payload) {
+  return new Promise((resolve, reject) => {
+    const id = ++seq;
+    pending.set(id, { resolve, reject });
+    worker.postMessage({ id, type, ...payload });
+  });
+}
+
+function failAll(error) {
+  for (const { reject } of pending.values()) reject(error);
+  pending.clear();
+}
+
+/** Start the worker once (when the panel first opens): boots Pyodide, and in static mode
+ * loads the bundle. Rejects when either fails or takes longer than BOOT_TIMEOUT_MS. */
+function bootWorker() {
+  booting ||= new Promise((resolve, reject) => {
+    setTimeout(() => reject(new Error("worker boot timed out")), BOOT_TIMEOUT_MS);
+    try {
+      worker = new Worker(new URL("worker.js", import.meta.url), { type: "module" });
+    } catch (error) {
+      return reject(error);
+    }
+    worker.onmessage = ({ data }) => {
+      const waiting = pending.get(data?.id);
+      if (!waiting) return;
+      pending.delete(data.id);
+      data.ok ? waiting.resolve(data.result) : waiting.reject(new Error(String(data.error)));
+    };
+    worker.onerror = worker.onmessageerror = () => {
+      const error = new Error("worker failed");
+      failAll(error);
+      reject(error);
+    };
+    call("boot", CONFIG.pyodide_url ? { pyodideUrl: CONFIG.pyodide_url } : {})
+      .then(() => STATIC && call("load", { bundleUrl: new URL("docpilot/static.json", ROOT).href }))
+      .then(resolve, reject);
+  });
+  // A failed boot is not final: the next question starts a fresh worker.
+  booting.catch(() => {
+    worker?.terminate();
+    booting = null;
+  });
+  return booting;
+}
+
+/** The first credential found in the question or the quote, or null. */
+async function findCredential(question, quote) {
+  for (const text of quote ? [question, quote] : [question]) {
+    const { credential } = await call("check", { question: text });
+    if (credential) return { ...credential, inQuote: text !== question };
+  }
+  return null;
+}
+
+// -------------------------------------------------------------- asking
+
+/** Send one question to the runtime and read its Server-Sent Events; `view` draws
+ * progress and deltas as they arrive. Resolves with the authoritative result. */
+async function askServer(body, view) {
+  const response = await fetch(`${API}/ask`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) {
+    const error = await response.json().catch(() => null);
+    throw new Error(error?.error?.message || `HTTP ${response.status}`);
+  }
+  if (!(response.headers.get("content-type") || "").includes("event-stream")) return response.json();
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let result = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const name = /^event: ?(.*)$/m.exec(block)?.[1];
+      const data = JSON.parse(/^data: ?(.*)$/m.exec(block)?.[1] || "null");
+      if (name === "progress") view.progress(data.message);
+      else if (name === "delta") view.delta(data.text);
+      else if (name === "answer") result = data;
+      else if (name === "error") throw new Error(data.message);
+    }
+  }
+  if (!result) throw new Error("the stream ended without an answer");
+  return result;
+}
+
+/** What the runtime should remember of a finished turn (DESIGN: history items). */
+function historyItem({ question, quote, result }) {
+  const item = { question, kind: result.kind, markdown: result.markdown.slice(0, 20000) };
+  if (result.summary) item.summary = result.summary.slice(0, 2000);
+  if (result.rescued) item.rescued = true;
+  if (quote) item.quote = quote;
+  return item;
+}
+
+// -------------------------------------------------------------- storage
+
+function load(storage, key, fallback) {
+  try {
+    return JSON.parse(storage.getItem(key)) ?? fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+function store(storage, key, value) {
+  try {
+    value == null ? storage.removeItem(key) : storage.setItem(key, JSON.stringify(value));
+  } catch {
+    /* storage full or disabled: the conversation simply is not kept */
+  }
+}
+
+const newChat = () => ({ id: `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`, turns: [] });
+
+// Only what a turn needs to be drawn again and remembered.
+const keep = (r) => ({
+  turn_id: r.turn_id, kind: r.kind, markdown: r.markdown, citations: r.citations || [],
+  closest: r.closest || [], tentative: !!r.tentative, actions: r.actions || [],
+  summary: r.summary || "", rescued: !!r.rescued,
+});
+
+// -------------------------------------------------------------- the widget
+
+class Widget {
+  constructor() {
+    this.chat = load(sessionStorage, CHAT_KEY, null) || newChat();
+    this.busy = false;
+    this.quote = "";
+    this.build();
+    if (this.chat.open) this.open(false);
+  }
+
+  build() {
+    const root = (this.root = el("div", `dp dp--${CONFIG.position === "bottom-left" ? "left" : "right"}`));
+    root.id = "docpilot";
+    root.hidden = true; // until the stylesheet is in
+    const css = el("link");
+    css.rel = "stylesheet";
+    css.href = new URL("docpilot.css", import.meta.url).href;
+    css.onload = () => (root.hidden = false);
+    // The stylesheet lives in the widget, not <head>: Material's instant navigation
+    // drops head elements the next page does not have.
+    root.append(css);
+
+    const title = CONFIG.title || "Ask the docs";
+    this.launcher = button("dp-launcher", `${title} (${T.shortcut})`, () => (this.panel.hidden ? this.open() : this.close()));
+    this.launcher.append(icon("chat"), el("span", null, T.launcher));
+    this.launcher.setAttribute("aria-expanded", "false");
+    this.launcher.setAttribute("aria-controls", "dp-panel");
+    this.launcher.setAttribute("aria-keyshortcuts", "A");
+
+    const panel = (this.panel = el("section", "dp-panel"));
+    panel.id = "dp-panel";
+    panel.hidden = true;
+    panel.setAttribute("role", "dialog");
+    panel.setAttribute("aria-labelledby", "dp-title");
+    const head = panel.appendChild(el("header", "dp-head"));
+    head.append(el("h2", "dp-title", title));
+    head.lastChild.id = "dp-title";
+    const tool = (label, name, onClick) => head.appendChild(button("dp-icon", label, onClick)).append(icon(name));
+    if (CONFIG.history) tool(T.past, "past", () => this.togglePast());
+    tool(T.new_chat, "plus", () => this.reset());
+    tool(T.close, "close", () => this.close());
+
+    this.log = panel.appendChild(el("div", "dp-log"));
+    this.log.tabIndex = -1;
+    this.pastList = panel.appendChild(el("div", "dp-past"));
+    this.pastList.hidden = true;
+    // Screen readers hear progress and streamed text from here (the log itself is not live,
+    // so nothing is read twice).
+    this.live = panel.appendChild(el("div", "dp-sr"));
+    this.live.setAttribute("aria-live", "polite");
+
+    const form = (this.form = panel.appendChild(el("form", "dp-form")));
+    this.chip = form.appendChild(el("div", "dp-chip"));
+    this.chip.hidden = true;
+    const row = form.appendChild(el("div", "dp-row"));
+    this.input = row.appendChild(el("textarea", "dp-input"));
+    this.input.rows = 1;
+    this.input.maxLength = 2000;
+    this.input.placeholder = CONFIG.placeholder || "";
+    this.input.setAttribute("aria-label", CONFIG.placeholder || title);
+    this.send = row.appendChild(el("button", "dp-send"));
+    this.send.type = "submit";
+    this.send.setAttribute("aria-label", T.send);
+    this.send.title = T.send;
+    this.send.append(icon("send"));
+    form.append(el("p", "dp-foot", T.privacy));
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      this.ask(this.input.value);
+    });
+    this.input.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) ev.preventDefault(), this.ask(this.input.value);
+    });
+    this.input.addEventListener("input", () => {
+      this.input.style.height = "auto";
+      this.input.style.height = `${Math.min(this.input.scrollHeight, 160)}px`;
+    });
+
+    this.quoteButton = button("dp-quote-btn", null, () => this.attachQuote(), T.ask_about);
+    this.quoteButton.hidden = true;
+    this.quoteButton.addEventListener("mousedown", (ev) => ev.preventDefault()); // keep the selection
+    document.addEventListener("selectionchange", () => this.onSelection());
+
+    panel.addEventListener("keydown", (ev) => {
+      if (ev.key === "Escape") ev.stopPropagation(), this.close();
+    });
+    document.addEventListener("keydown", (ev) => this.onKey(ev));
+    root.append(panel, this.launcher, this.quoteButton);
+    document.body.append(root);
+    this.draw();
+  }
+
+  onKey(ev) {
+    const target = ev.target;
+    const typing = target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName);
+    if (ev.key === "Escape" && !this.panel.hidden && !typing) return this.close();
+    if (typing || ev.ctrlKey || ev.metaKey || ev.altKey || ev.isComposing) return;
+    if ((ev.key === "a" || ev.key === "A") && this.panel.hidden) {
+      ev.preventDefault();
+      this.open();
+    }
+  }
+
+  open(focus = true) {
+    this.panel.hidden = false;
+    this.launcher.setAttribute("aria-expanded", "true");
+    this.root.classList.add("dp--open");
+    if (focus) this.input.focus();
+    this.scrollDown();
+    // Boot now, while the reader types: the first question waits for the secret check.
+    bootWorker().catch(() => {});
+    if (this.chat.turns.length) this.save();
+  }
+
+  close() {
+    this.panel.hidden = true;
+    this.quoteButton.hidden = true;
+    this.launcher.setAttribute("aria-expanded", "false");
+    this.root.classList.remove("dp--open");
+    this.launcher.focus();
+    if (this.chat.turns.length) this.save();
+  }
+
+  /** Keep the conversation: always in sessionStorage (with whether the panel was open,
+   * so a full page load restores it), and in localStorage when the owner enabled history.
+   * Only ever called after a first question. */
+  save() {
+    const turns = this.chat.turns.filter((t) => t.result && !t.local);
+    store(sessionStorage, CHAT_KEY, { id: this.chat.id, open: !this.panel.hidden, turns });
+    if (!CONFIG.history || !turns.length) return;
+    // Past conversations keep no model summaries: reopened, they travel as skeletons.
+    const past = load(localStorage, PAST_KEY, []).filter((c) => c.id !== this.chat.id);
+    const plain = turns.map(({ question, quote, result }) => ({ question, quote, result: { ...result, summary: "" } }));
+    past.unshift({ id: this.chat.id, at: Date.now(), turns: plain });
+    store(localStorage, PAST_KEY, past.slice(0, MAX_PAST));
+  }
+
+  reset() {
+    if (this.busy) return;
+    this.chat = newChat();
+    if (load(sessionStorage, CHAT_KEY, null)) store(sessionStorage, CHAT_KEY, null);
+    this.setQuote("");
+    this.pastList.hidden = true;
+    this.log.hidden = false;
+    this.draw();
+    this.input.focus();
+  }
+
+  togglePast() {
+    const showing = this.pastList.hidden;
+    this.pastList.hidden = !showing;
+    this.log.hidden = showing;
+    if (!showing) return this.input.focus();
+    const past = load(localStorage, PAST_KEY, []);
+    this.pastList.replaceChildren(el("h3", null, T.past));
+    if (!past.length) this.pastList.append(el("p", null, T.past_empty));
+    const items = this.pastList.appendChild(el("ul"));
+    for (const chat of past) {
+      const when = new Date(chat.at).toLocaleString(document.documentElement.lang || undefined);
+      const open = button(null, null, () => this.reopen(chat), chat.turns[0]?.question || "…");
+      open.append(el("small", null, when));
+      items.appendChild(el("li")).append(open);
+    }
+    items.querySelector("button")?.focus();
+  }
+
+  reopen(chat) {
+    this.chat = { id: chat.id, turns: chat.turns };
+    this.pastList.hidden = true;
+    this.log.hidden = false;
+    this.save();
+    this.draw();
+    this.input.focus();
+  }
+
+  // ------------------------------------------------------------ drawing
+
+  draw() {
+    this.log.replaceChildren();
+    if (!this.chat.turns.length) return this.drawEmpty();
+    this.chat.turns.forEach((turn, index) => {
+      const view = this.turnView(turn, index);
+      if (turn.result) this.drawResult(view, turn.result, index);
+      else if (turn.error) view.body.append(el("p", "dp-error", turn.error));
+    });
+    this.scrollDown();
+  }
+
+  drawEmpty() {
+    const empty = this.log.appendChild(el("div", "dp-empty"));
+    empty.append(el("p", null, T.intro));
+    const questions = CONFIG.suggested_questions || [];
+    if (!questions.length) return;
+    empty.append(el("p", "dp-label", T.suggested));
+    const list = empty.appendChild(el("ul", "dp-suggest"));
+    for (const q of questions) list.appendChild(el("li")).append(button(null, null, () => this.ask(q), q));
+  }
+
+  turnView(turn, index) {
+    const wrap = this.log.appendChild(el("article", "dp-turn"));
+    const q = wrap.appendChild(el("div", "dp-q"));
+    if (turn.quote) q.append(el("blockquote", null, turn.quote));
+    q.append(el("p", null, turn.mask || turn.question));
+    const answer = wrap.appendChild(el("div", "dp-a"));
+    const steps = answer.appendChild(el("ul", "dp-steps"));
+    const body = answer.appendChild(el("div", "dp-body md-typeset"));
+    body.dataset.turn = index;
+    return { wrap, answer, steps, body };
+  }
+
+  /** Draw a finished turn; replaces whatever the stream drew. */
+  drawResult(view, result, index) {
+    const { answer, steps, body } = view;
+    steps.remove();
+    const byN = new Map((result.citations || []).map((c) => [c.n, c]));
+    const anchor = (n) => `dp-c${index}-${n}`;
+    const cite = (n) => {
+      if (!byN.has(n)) return null;
+      const a = el("a", "dp-cite", String(n));
+      a.href = `#${anchor(n)}`;
+      a.setAttribute("aria-label", `${T.sources} ${n}: ${byN.get(n).title}`);
+      // Scroll within the panel; Material's instant navigation must not see this click.
+      a.addEventListener("click", (ev) => {
+        ev.preventDefault();
+        ev.stopPropagation();
+        const item = document.getElementById(anchor(n));
+        item?.scrollIntoView({ block: "nearest" });
+        item?.querySelector("a")?.focus();
+      });
+      return a;
+    };
+    body.replaceChildren(markdown(result.markdown, { cite }));
+    body.dataset.kind = result.kind;
+    if (result.tentative) {
+      const badge = el("span", "dp-badge", T.tentative);
+      badge.title = T.tentative_hint;
+      answer.insertBefore(badge, body);
+    }
+    if (byN.size) {
+      answer.append(el("p", "dp-label", T.sources));
+      const list = answer.appendChild(el("ol", "dp-cites"));
+      for (const c of byN.values()) {
+        const item = list.appendChild(el("li"));
+        item.id = anchor(c.n);
+        item.value = c.n;
+        const href = c.url ? safeHref(c.url) : null;
+        if (!href) item.append(el("span", null, c.title));
+        // On a phone the panel covers the page: get out of the way of the cited section.
+        else item.append(link(href, c.title || c.url)), item.firstChild.addEventListener("click", () => innerWidth < 600 && this.close());
+      }
+    }
+    if (result.kind === "refusal") this.drawRefusal(answer, body, result);
+    if (result.actions?.length) {
+      const row = answer.appendChild(el("div", "dp-actions"));
+      for (const action of result.actions) row.append(this.actionButton(action));
+    }
+    if (result.turn_id && !STATIC && ["answer", "passages", "refusal"].includes(result.kind)) {
+      answer.append(this.feedback(result.turn_id));
+    }
+  }
+
+  drawRefusal(answer, body, result) {
+    // The runtime's refusal text usually lists the closest pages itself; add them only if not.
+    const closest = (result.closest || []).filter((p) => safeHref(p.url));
+    const listed = [...body.querySelectorAll("a")].map((a) => a.href);
+    if (closest.length && !closest.every((p) => listed.includes(safeHref(p.url)))) {
+      answer.append(el("p", "dp-label", T.closest));
+      const list = answer.appendChild(el("ul", "dp-cites"));
+      for (const p of closest) list.appendChild(el("li")).append(link(safeHref(p.url), p.title || p.url));
+    }
+    const support = CONFIG.support_url;
+    if (support && /^(https?:|mailto:|\/)/i.test(support)) {
+      const a = answer.appendChild(link(new URL(support, ROOT).href, T.support));
+      a.className = "dp-support";
+    }
+  }
+
+  /** A declared URL opens (placeholders filled, URL-encoded); otherwise the site's own
+   * script gets a `docpilot:action` event on document. The runtime never runs an action. */
+  actionButton({ name, arguments: args = {} }) {
+    const label = String(name).replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
+    return button("md-button dp-action", null, () => {
+      const template = (CONFIG.actions || {})[name];
+      if (!template) {
+        document.dispatchEvent(new CustomEvent("docpilot:action", { detail: { name, arguments: args } }));
+        return;
+      }
+      const url = template.replace(/\{(\w+)\}/g, (_, key) => encodeURIComponent(args[key] ?? ""));
+      window.open(new URL(url, ROOT).href, "_blank", "noopener");
+    }, label);
+  }
+
+  feedback(turnId) {
+    const box = el("div", "dp-fb");
+    const reasons = new Set();
+    const form = el("div", "dp-fb-form");
+    form.hidden = true;
+    const done = el("p", "dp-fb-done");
+    done.setAttribute("role", "status");
+    const post = (rating) => {
+      const body = { turn_id: turnId, rating };
+      if (rating === "down") {
+        if (reasons.size) body.reasons = [...reasons];
+        if (note.value.trim()) body.note = note.value.trim().slice(0, 1000);
+      }
+      fetch(`${API}/feedback`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      }).catch(() => {});
+      form.hidden = true;
+      up.disabled = down.disabled = true;
+      done.textContent = T.thanks;
+    };
+    const up = button("dp-icon", T.helpful, () => {
+      up.setAttribute("aria-pressed", "true");
+      post("up");
+    });
+    up.append(icon("thumb"));
+    const down = button("dp-icon", T.not_helpful, () => {
+      down.setAttribute("aria-pressed", "true");
+      form.hidden = false;
+      form.querySelector("button").focus();
+    });
+    down.append(icon("thumb", true));
+    for (const reason of ["incorrect", "incomplete", "unclear"]) {
+      const tag = button("dp-tag", null, () => {
+        reasons.has(reason) ? reasons.delete(reason) : reasons.add(reason);
+        tag.setAttribute("aria-pressed", String(reasons.has(reason)));
+      }, T[`reason_${reason}`]);
+      tag.setAttribute("aria-pressed", "false");
+      form.append(tag);
+    }
+    const note = form.appendChild(el("textarea", "dp-note"));
+    note.rows = 2;
+    note.maxLength = 1000;
+    note.placeholder = T.note;
+    note.setAttribute("aria-label", T.note);
+    form.append(button("md-button dp-fb-send", null, () => post("down"), T.send_feedback));
+    box.append(up, down, done, form);
+    return box;
+  }
+
+  /** Scroll the log down, but never past the top of `turn`: a long answer is read from
+   * its question down, not from its feedback buttons up. */
+  scrollDown(turn = this.log.lastElementChild) {
+    this.log.scrollTop = Math.min(turn ? turn.offsetTop - 8 : Infinity, this.log.scrollHeight);
+  }
+
+  // ------------------------------------------------------------ quoting
+
+  onSelection() {
+    const selection = document.getSelection();
+    const body = (node) => (node?.nodeType === 1 ? node : node?.parentElement)?.closest(".dp-body");
+    const inAnswer = selection && !selection.isCollapsed && body(selection.anchorNode) &&
+      body(selection.anchorNode) === body(selection.focusNode);
+    const text = inAnswer ? selection.toString().trim() : "";
+    if (!text || this.panel.hidden) return (this.quoteButton.hidden = true);
+    this.selected = text.slice(0, 2000);
+    const rect = selection.getRangeAt(0).getBoundingClientRect();
+    Object.assign(this.quoteButton.style, {
+      top: `${Math.max(8, Math.min(rect.bottom + 6, innerHeight - 40))}px`,
+      left: `${Math.max(8, Math.min(rect.left, innerWidth - 180))}px`,
+    });
+    this.quoteButton.hidden = false;
+  }
+
+  attachQuote() {
+    this.setQuote(this.selected || "");
+    document.getSelection()?.removeAllRanges();
+    this.quoteButton.hidden = true;
+    this.input.focus();
+  }
+
+  setQuote(text) {
+    this.quote = text;
+    this.chip.hidden = !text;
+    this.chip.replaceChildren();
+    if (!text) return;
+    this.chip.append(el("span", "dp-label", T.quoting), el("q", null, text));
+    const remove = button("dp-icon", T.remove_quote, () => {
+      this.setQuote("");
+      this.input.focus();
+    });
+    remove.append(icon("close"));
+    this.chip.append(remove);
+  }
+
+  // ------------------------------------------------------------ one turn
+
+  async ask(raw) {
+    const question = String(raw || "").trim();
+    if (!question || this.busy) return;
+    this.busy = true;
+    this.send.disabled = true;
+    const quote = this.quote;
+    this.input.value = "";
+    this.input.style.height = "";
+    this.setQuote("");
+    this.pastList.hidden = true;
+    this.log.hidden = false;
+    if (!this.chat.turns.length) this.log.replaceChildren();
+    const turn = { question, quote: quote || undefined };
+    const index = this.chat.turns.push(turn) - 1;
+    const view = this.turnView(turn, index);
+    this.live.textContent = "";
+    let streamed = "";
+    let frame = 0;
+    const ui = {
+      progress: (message) => {
+        view.steps.append(el("li", null, message));
+        this.live.textContent = message;
+        this.scrollDown();
+      },
+      delta: (text) => {
+        streamed += text;
+        this.live.append(text);
+        // Redraw at most once a frame; markers become links when the answer lands.
+        frame ||= requestAnimationFrame(() => {
+          frame = 0;
+          view.body.replaceChildren(markdown(streamed, { cite: () => null }));
+          this.scrollDown();
+        });
+      },
+    };
+    this.scrollDown();
+    try {
+      // 1. The secret check, in this browser, before anything leaves it.
+      const boot = bootWorker();
+      const settled = boot.then(() => true, () => true);
+      if (!(await Promise.race([settled, new Promise((r) => setTimeout(r, 150, false))]))) {
+        ui.progress(T.preparing);
+      }
+      let credential;
+      try {
+        await boot;
+        credential = await findCredential(question, quote);
+      } catch {
+        turn.local = true;
+        turn.error = T.check_failed;
+        view.body.append(el("p", "dp-error", T.check_failed));
+        this.live.textContent = T.check_failed;
+        return;
+      }
+      if (credential) {
+        turn.local = true; // never stored, never sent as history
+        if (!credential.inQuote && credential.end > credential.start) {
+          turn.mask = question.slice(0, credential.start) + "•".repeat(8) + question.slice(credential.end);
+          view.wrap.querySelector(".dp-q p").textContent = turn.mask;
+        }
+        turn.result = { kind: "credential", markdown: credential.markdown };
+        this.drawResult(view, turn.result, index);
+        this.live.textContent = view.body.textContent;
+        return;
+      }
+      // 2. Ask the runtime (or, in static mode, the bundle in the worker).
+      const body = {
+        question,
+        history: this.chat.turns.slice(0, index).filter((t) => t.result && !t.local).slice(-HISTORY_SENT).map(historyItem),
+        page: location.pathname,
+      };
+      if (quote) body.quote = quote;
+      let result;
+      if (STATIC) {
+        ui.progress(T.searching);
+        result = await call("ask", { request: body });
+      } else {
+        result = await askServer(body, ui);
+      }
+      cancelAnimationFrame(frame);
+      turn.result = keep(result);
+      turn.local = result.kind === "credential"; // caught by the server's check: keep it nowhere
+      this.drawResult(view, turn.result, index);
+      if (!streamed) this.live.textContent = view.body.textContent;
+      this.save();
+    } catch (error) {
+      turn.local = true;
+      turn.error = error instanceof TypeError ? T.network : T.error;
+      view.steps.remove();
+      view.body.replaceChildren(el("p", "dp-error", turn.error));
+      this.live.textContent = turn.error;
+    } finally {
+      this.busy = false;
+      this.send.disabled = false;
+      this.scrollDown();
+    }
+  }
+}
+
+new Widget();
