@@ -12,6 +12,7 @@ as `passages`.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -82,8 +83,6 @@ class MarkdownField:
 
     def _decode(self, body: str) -> str:
         """The string's characters up to the last complete one (escapes resolved)."""
-        import json
-
         i = 0
         while i < len(body):
             c = body[i]
