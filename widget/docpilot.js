@@ -19,6 +19,10 @@
  *
  * Safety: model and docs text become DOM nodes through textContent only (see `markdown`);
  * links are kept only for http(s) and site-relative URLs.
+ *
+ * Material's instant navigation swaps the page without re-running this script: the widget
+ * stays (with its conversation) and reads `location.pathname` when it sends, so `page` is
+ * always the page the reader is on.
  */
 
 const ROOT = new URL("../", import.meta.url); // the script lives at <root>/docpilot/
@@ -31,6 +35,7 @@ const PAST_KEY = "docpilot:past"; // localStorage (history: true): finished conv
 const HISTORY_SENT = 6;
 const MAX_PAST = 20;
 const BOOT_TIMEOUT_MS = 90000;
+const FULL_SCREEN = matchMedia("(max-width: 600px)"); // as in docpilot.css
 
 // ------------------------------------------------------------------ DOM helpers
 
@@ -292,6 +297,8 @@ async function askServer(body, view) {
     method: "POST",
     headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
     body: JSON.stringify(body),
+  }).catch(() => {
+    throw Object.assign(new Error("network"), { unreachable: true });
   });
   if (!response.ok) {
     const error = await response.json().catch(() => null);
@@ -443,6 +450,7 @@ class Widget {
 
     panel.addEventListener("keydown", (ev) => {
       if (ev.key === "Escape") ev.stopPropagation(), this.close();
+      if (ev.key === "Tab" && FULL_SCREEN.matches) this.trapFocus(ev);
     });
     document.addEventListener("keydown", (ev) => this.onKey(ev));
     root.append(panel, this.launcher, this.quoteButton);
@@ -461,8 +469,16 @@ class Widget {
     }
   }
 
+  /** Full screen, the panel hides the page: keep Tab inside it, the way a modal would. */
+  trapFocus(ev) {
+    const stops = [...this.panel.querySelectorAll("a[href], button, textarea")].filter((e) => e.offsetParent && !e.disabled);
+    const edge = ev.shiftKey ? stops[0] : stops.at(-1);
+    if (document.activeElement === edge) ev.preventDefault(), (ev.shiftKey ? stops.at(-1) : stops[0]).focus();
+  }
+
   open(focus = true) {
     this.panel.hidden = false;
+    this.panel.setAttribute("aria-modal", String(FULL_SCREEN.matches));
     this.launcher.setAttribute("aria-expanded", "true");
     this.root.classList.add("dp--open");
     if (focus) this.input.focus();
@@ -578,7 +594,7 @@ class Widget {
       if (!byN.has(n)) return null;
       const a = el("a", "dp-cite", String(n));
       a.href = `#${anchor(n)}`;
-      a.setAttribute("aria-label", `${T.sources} ${n}: ${byN.get(n).title}`);
+      a.setAttribute("aria-label", `${n}: ${byN.get(n).title}`);
       // Scroll within the panel; Material's instant navigation must not see this click.
       a.addEventListener("click", (ev) => {
         ev.preventDefault();
@@ -773,6 +789,7 @@ class Widget {
         this.scrollDown();
       },
       delta: (text) => {
+        if (!streamed) this.live.textContent = ""; // from here on it reads the answer
         streamed += text;
         this.live.append(text);
         // Redraw at most once a frame; markers become links when the answer lands.
@@ -834,8 +851,9 @@ class Widget {
       if (!streamed) this.live.textContent = view.body.textContent;
       this.save();
     } catch (error) {
+      console.error("DocPilot:", error.message); // the question itself is never logged
       turn.local = true;
-      turn.error = error instanceof TypeError ? T.network : T.error;
+      turn.error = error.unreachable ? T.network : T.error;
       view.steps.remove();
       view.body.replaceChildren(el("p", "dp-error", turn.error));
       this.live.textContent = turn.error;

@@ -85,16 +85,19 @@ class Reader:
         return path
 
 
-# Records, from the first script on, the progress lines the widget shows and the
-# order in which progress and answer appeared (a MutationObserver sees every change,
-# however briefly a line was on screen).
+# Records, from the first script on, what the widget showed while a turn ran: each
+# progress line, each redraw of a streamed draft, and when the citations appeared (a
+# MutationObserver sees every change, however briefly it was on screen).
 RECORD_PROGRESS = """
 window.__docpilotSeen = [];
 new MutationObserver((records) => {
   for (const record of records) for (const node of record.addedNodes) {
+    const seen = window.__docpilotSeen;
     if (node.nodeType !== 1) continue;
-    if (node.matches('.dp-steps li')) window.__docpilotSeen.push(['progress', node.textContent]);
-    if (node.matches('.dp-cites')) window.__docpilotSeen.push(['citations', '']);
+    if (node.matches('.dp-steps li')) seen.push(['progress', node.textContent]);
+    if (node.matches('.dp-cites')) seen.push(['citations', '']);
+    const body = record.target.closest && record.target.closest('.dp-body:not([data-kind])');
+    if (body) seen.push(['draft', body.textContent]);
   }
 }).observe(document, {childList: true, subtree: true});
 """
@@ -126,6 +129,31 @@ def result(**fields: Any) -> dict[str, Any]:
         "usage": None,
     }
     return {**base, **fields}
+
+
+# (pause in seconds, event, data): a draft that streams in, then an answer that differs
+# from it (validation may change the end), as the runtime's stream can.
+SLOW_STREAM: list[tuple[float, str, dict[str, Any]]] = [
+    (0.0, "progress", {"stage": "retrieval", "message": "Found 2 results"}),
+    (0.3, "progress", {"stage": "reading", "message": "Reading Plugin configuration"}),
+    (0.6, "delta", {"text": "Draft sentence one, "}),
+    (0.6, "delta", {"text": "draft sentence two [1]."}),
+    (
+        1.0,
+        "answer",
+        result(
+            markdown="Final answer, validated [1].",
+            citations=[
+                {
+                    "n": 1,
+                    "id": "/reference/plugin-configuration/#exclude",
+                    "url": "/reference/plugin-configuration/#exclude",
+                    "title": "exclude",
+                }
+            ],
+        ),
+    ),
+]
 
 
 def serve_answer(page: Page, answer: dict[str, Any], deltas: tuple[str, ...] = ()) -> None:

@@ -13,6 +13,7 @@ pages at the live server's address, so instant navigation works as on a deployed
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import http.server
 import shutil
@@ -23,12 +24,26 @@ from typing import Any, ClassVar
 
 import pytest
 import yaml
-from browsing import RECORD_PROGRESS, SCREENSHOTS, Reader, mkdocs_build, sitemap_xml
+from browsing import (
+    RECORD_PROGRESS,
+    SCREENSHOTS,
+    SLOW_STREAM,
+    Reader,
+    mkdocs_build,
+    sitemap_xml,
+    sse,
+)
 from corpora import EXAMPLE_SITE
 from docpilot_runtime.app import create_app
 from docpilot_runtime.settings import Settings
 from playwright.sync_api import Page
 from servers.runtime import RunningServer, serve_app
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -93,6 +108,36 @@ def reader(page: Page, site_server: RunningServer, example_site: Path) -> Reader
     page.add_init_script(RECORD_PROGRESS)
     page.set_default_timeout(15_000)
     return seen
+
+
+@pytest.fixture(scope="session")
+def slow_api(site_server: RunningServer) -> Iterator[str]:
+    """Another origin whose `POST /api/ask` streams `SLOW_STREAM` with pauses between
+    events, the way a model's answer arrives; CORS lets example-site's pages call it."""
+
+    async def ask(request: Request) -> StreamingResponse:
+        await request.body()
+
+        async def events() -> Any:
+            for pause, name, data in SLOW_STREAM:
+                await asyncio.sleep(pause)
+                yield sse((name, data))
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    app = Starlette(
+        routes=[Route("/api/ask", ask, methods=["POST"])],
+        middleware=[
+            Middleware(
+                CORSMiddleware,
+                allow_origins=[site_server.base_url],
+                allow_methods=["POST"],
+                allow_headers=["Content-Type"],
+            )
+        ],
+    )
+    with serve_app(app) as running:
+        yield running.base_url
 
 
 # ------------------------------------------------------------------ static mode

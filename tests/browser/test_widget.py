@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from browsing import Reader, result, serve_answer, with_widget_config
+from browsing import ANSWER_TIMEOUT_MS, Reader, result, serve_answer, with_widget_config
 from playwright.sync_api import expect
 
 COVERED = "How do I exclude a page from the assistant?"
@@ -37,6 +37,35 @@ def test_covered_question_streams_progress_then_a_cited_answer(reader: Reader) -
     assert asked[0]["question"] == COVERED and asked[0]["page"] == "/"
     ask_request = next(r for r in reader.api_requests() if r.url.endswith("/api/ask"))
     assert ask_request.headers["accept"] == "text/event-stream"
+
+
+def test_deltas_appear_live_then_the_answer_replaces_them(
+    reader: Reader, slow_api: str, base_url: str
+) -> None:
+    page = reader.page
+    # A runtime on another origin (`endpoint: <URL>`), streaming like a model would.
+    with_widget_config(page, "/", lambda config: config.update(endpoint=slow_api))
+    # Chromium asks before a page calls another loopback origin (Local Network Access);
+    # a deployed site calling its public runtime is not asked.
+    page.context.grant_permissions(["local-network-access"], origin=base_url)
+    page.goto("/")
+    reader.open_panel()
+    reader.ask(COVERED)
+    draft = page.locator(".dp-turn .dp-body")
+    expect(draft).to_contain_text("Draft sentence one", timeout=ANSWER_TIMEOUT_MS)
+    body = reader.wait_answer()
+
+    expect(body).to_have_text("Final answer, validated 1.")
+    seen = page.evaluate("window.__docpilotSeen")
+    progress = [text for kind, text in seen if kind == "progress"]
+    assert progress[-2:] == ["Found 2 results", "Reading Plugin configuration"]
+    drafts = [text for kind, text in seen if kind == "draft"]
+    assert drafts and drafts[-1] == "Draft sentence one, draft sentence two [1]."
+    # Screen readers heard the progress and the streamed text from the live region.
+    live = page.locator("#docpilot [aria-live]")
+    expect(live).to_have_text("Draft sentence one, draft sentence two [1].")
+    (request,) = [r for r in reader.api_requests() if r.url.endswith("/api/ask")]
+    assert request.url == f"{slow_api}/api/ask"
 
 
 def test_citation_marker_and_link_land_on_the_cited_anchor(reader: Reader) -> None:
@@ -421,5 +450,10 @@ def test_screenshots_light_dark_and_mobile(reader: Reader) -> None:
     box = panel.bounding_box()
     assert box is not None and box["width"] == 390 and box["height"] == 780
     reader.screenshot("mobile")
+    # Full screen, the panel keeps Tab inside it (the page behind it is hidden).
+    page.locator(".dp-input").focus()
+    for _ in range(25):
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.getElementById('dp-panel').contains(document.activeElement)")
     page.get_by_role("button", name="Close").click()
     reader.screenshot("mobile-closed")
