@@ -34,10 +34,18 @@ def _prose_and_code(text: str) -> tuple[list[str], list[str]]:
     prose = _FENCE.sub("\n\n", text)
     sentences: list[str] = []
     for block in re.split(r"\n\s*\n", prose):
-        block = " ".join(line.strip() for line in block.splitlines()).strip()
-        if not block or block.startswith("|"):
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        if not lines or lines[0].startswith("|"):
             continue
-        sentences.extend(s.strip() for s in _SENTENCE.split(block) if s.strip())
+        # A list item starts a part of its own; other lines continue the current one.
+        parts: list[str] = []
+        for line in lines:
+            if line.startswith("- ") or not parts:
+                parts.append(line[2:] if line.startswith("- ") else line)
+            else:
+                parts[-1] += " " + line
+        for part in parts:
+            sentences.extend(s.strip() for s in _SENTENCE.split(part) if s.strip())
     return sentences, code
 
 

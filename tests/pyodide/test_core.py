@@ -280,3 +280,11 @@ def test_check_finds_a_credential_and_its_span() -> None:
     assert found is not None
     assert question[found["start"] : found["end"]].startswith("ghp_")
     assert browser.check("what is a GitHub token?") == {"credential": None}
+
+
+def test_passages_treat_list_items_as_their_own_sentences() -> None:
+    from docpilot_runtime.passages import excerpt
+
+    text = "Hosts all work.\n- Keep the folder in place.\n- Serve wasm as application/wasm."
+    quoted = excerpt("keep folder", text)
+    assert "- Keep" not in quoted and "Keep the folder in place." in quoted
