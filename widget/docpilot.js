@@ -49,7 +49,10 @@ function el(tag, className, text) {
 function button(className, label, onClick, text) {
   const node = el("button", className, text);
   node.type = "button";
-  if (label) node.setAttribute("aria-label", label), (node.title = label);
+  if (label) {
+    node.setAttribute("aria-label", label);
+    node.title = label;
+  }
   node.addEventListener("click", onClick);
   return node;
 }
@@ -94,7 +97,10 @@ function link(href, text) {
   const a = el("a", null, text);
   a.href = href;
   // Same-site links stay in the tab (Material's instant navigation keeps the panel).
-  if (new URL(href).origin !== location.origin) a.target = "_blank", (a.rel = "noopener noreferrer");
+  if (new URL(href).origin !== location.origin) {
+    a.target = "_blank";
+    a.rel = "noopener noreferrer";
+  }
   return a;
 }
 
@@ -436,7 +442,9 @@ class Widget {
       this.ask(this.input.value);
     });
     this.input.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) ev.preventDefault(), this.ask(this.input.value);
+      if (ev.key !== "Enter" || ev.shiftKey || ev.isComposing) return; // Shift+Enter: new line
+      ev.preventDefault();
+      this.ask(this.input.value);
     });
     this.input.addEventListener("input", () => {
       this.input.style.height = "auto";
@@ -449,7 +457,10 @@ class Widget {
     document.addEventListener("selectionchange", () => this.onSelection());
 
     panel.addEventListener("keydown", (ev) => {
-      if (ev.key === "Escape") ev.stopPropagation(), this.close();
+      if (ev.key === "Escape") {
+        ev.stopPropagation();
+        this.close();
+      }
       if (ev.key === "Tab" && FULL_SCREEN.matches) this.trapFocus(ev);
     });
     document.addEventListener("keydown", (ev) => this.onKey(ev));
@@ -473,7 +484,9 @@ class Widget {
   trapFocus(ev) {
     const stops = [...this.panel.querySelectorAll("a[href], button, textarea")].filter((e) => e.offsetParent && !e.disabled);
     const edge = ev.shiftKey ? stops[0] : stops.at(-1);
-    if (document.activeElement === edge) ev.preventDefault(), (ev.shiftKey ? stops.at(-1) : stops[0]).focus();
+    if (document.activeElement !== edge) return;
+    ev.preventDefault();
+    (ev.shiftKey ? stops.at(-1) : stops[0]).focus();
   }
 
   open(focus = true) {
@@ -620,9 +633,13 @@ class Widget {
         item.id = anchor(c.n);
         item.value = c.n;
         const href = c.url ? safeHref(c.url) : null;
-        if (!href) item.append(el("span", null, c.title));
-        // On a phone the panel covers the page: get out of the way of the cited section.
-        else item.append(link(href, c.title || c.url)), item.firstChild.addEventListener("click", () => innerWidth < 600 && this.close());
+        if (!href) {
+          item.append(el("span", null, c.title)); // a site tool's reply has no page
+          continue;
+        }
+        const a = item.appendChild(link(href, c.title || c.url));
+        // Full screen, the panel covers the page: get out of the way of the cited section.
+        a.addEventListener("click", () => FULL_SCREEN.matches && this.close());
       }
     }
     if (result.kind === "refusal") this.drawRefusal(answer, body, result);
