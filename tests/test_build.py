@@ -185,6 +185,17 @@ def test_docpilot_index_cli_honours_noindex_meta(make_site: SiteFactory, tmp_pat
     )
     assert result.returncode == 0, result.stderr
     assert "units from" in result.stdout
+    assert "widget added to" in result.stdout
+    again = subprocess.run(
+        [sys.executable, "-m", "docpilot_runtime.cli", "index", str(site), "--config", str(settings)],
+        capture_output=True, text=True,
+    )
+    assert again.returncode == 0, again.stderr
+    guide = (site / "guide" / "index.html").read_text()
+    assert guide.count('id="docpilot-config"') == 1, "indexing twice leaves one widget"
+    assert 'src="../docpilot/docpilot.js"' in guide
+    assert (site / "docpilot" / "docpilot.js").is_file()
+    assert (site / "docpilot" / "pyodide" / "pyodide.asm.wasm").is_file()
     bundle = load_bundle(site)
     assert not any(u.url.startswith(("/hidden.html", "/drafts/")) for u in bundle.units)
     assert_units_land_on_real_anchors(site)

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -13,11 +14,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .bundle import BundleError
-from .index.build import BuildError, index_site
+from .index.build import BuildError, collect_pages, index_site
+from .index.options import IndexOptions, OptionsError
 from .settings import Settings, SettingsError, load_settings
 from .static_assets import BrowserRuntimeError, fetch_browser_runtime
 from .turn import Runtime, load_runtime
 from .types import AskRequest, RequestError, Result, parse_ask_request
+from .widget import WidgetOptions, inject_built_site, install_widget, widget_config
+
+_LANG = re.compile(r"<html[^>]*\blang=\"([^\"]+)\"", re.I)
 
 log = logging.getLogger("docpilot")
 
@@ -33,7 +38,22 @@ def cmd_index(args: argparse.Namespace) -> int:
         options = replace(options, site_name=Path(args.site_dir).resolve().name)
     report = index_site(args.site_dir, options)
     print(report.summary())
+    if settings.widget.widget:
+        print(add_widget(Path(args.site_dir), settings.widget, options))
     return 0
+
+
+def add_widget(site_dir: Path, widget: WidgetOptions, options: IndexOptions) -> str:
+    """Put the reader's widget into every page of an already built site."""
+    pages = collect_pages(site_dir)
+    first = pages[0].path.read_text(encoding="utf-8", errors="replace") if pages else ""
+    language = _LANG.search(first)
+    config = widget_config(
+        widget, options.actions, language.group(1) if language else "", "[index]"
+    )
+    changed = inject_built_site(site_dir, [(p.path, p.url) for p in pages], config)
+    install_widget(site_dir, widget)
+    return f"DocPilot: widget added to {changed} of {len(pages)} pages"
 
 
 def serve(
@@ -186,7 +206,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return int(args.run(args))
-    except (BuildError, BundleError, SettingsError, RequestError, BrowserRuntimeError) as exc:
+    except (
+        BuildError,
+        BundleError,
+        SettingsError,
+        RequestError,
+        BrowserRuntimeError,
+        OptionsError,
+    ) as exc:
         print(f"docpilot: error: {exc}", file=sys.stderr)
         return 2
 

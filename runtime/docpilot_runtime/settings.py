@@ -17,6 +17,7 @@ from .answer_settings import AnswerSettings
 from .index.options import IndexOptions, OptionsError, index_options
 from .providers.base import ProviderSettings, provider_settings
 from .types import Limits
+from .widget import WIDGET_KEYS, WidgetOptions, widget_options
 
 CONFIG_ENV = "DOCPILOT_CONFIG"
 
@@ -29,6 +30,7 @@ class SettingsError(ValueError):
 class Settings:
     source: str = ""  # the file the settings came from, "" for defaults
     index: IndexOptions = field(default_factory=IndexOptions)
+    widget: WidgetOptions = field(default_factory=WidgetOptions)
     limits: Limits = field(default_factory=Limits)
     cors_origins: tuple[str, ...] = ()
     social_templates: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -119,14 +121,21 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
         raise SettingsError(
             f"{file}: unknown table(s) {sorted(unknown)} (known: {sorted(_TABLES)})"
         )
+    table = raw.get("index", {})
     try:
-        index = index_options(raw.get("index", {}), f"{file} [index]")
+        index = index_options(
+            {k: v for k, v in table.items() if k not in WIDGET_KEYS}, f"{file} [index]"
+        )
+        widget = widget_options(
+            {k: v for k, v in table.items() if k in WIDGET_KEYS}, f"{file} [index]"
+        )
     except OptionsError as exc:
         raise SettingsError(str(exc)) from None
     limits, origins = _server(raw, file)
     return Settings(
         source=str(file),
         index=index,
+        widget=widget,
         limits=limits,
         cors_origins=origins,
         social_templates=_social(raw, file),
