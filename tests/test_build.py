@@ -333,3 +333,21 @@ def test_bad_site_tool_declarations_are_rejected_naming_the_problem(
 
     with pytest.raises(OptionsError, match=message):
         index_options({"tools": tools}, "mkdocs.yml plugins.docpilot")
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"title": 3}, "'title' has the wrong type"),
+        ({"suggested_questions": "one"}, "'suggested_questions' has the wrong type"),
+        ({"endpoint": "ftp://x"}, "'endpoint' must start with"),
+        ({"position": "top"}, "'position'"),
+        ({"colour": "red"}, "unknown widget key"),
+    ],
+)
+def test_bad_widget_options_are_rejected_naming_the_key(values: dict[str, object], message: str) -> None:
+    from docpilot_runtime.index.options import OptionsError
+    from docpilot_runtime.widget import widget_options
+
+    with pytest.raises(OptionsError, match=message):
+        widget_options(values, "docpilot.toml [index]")

@@ -63,6 +63,19 @@ def widget_options(values: Mapping[str, Any], where: str) -> WidgetOptions:
     unknown = set(values) - WIDGET_KEYS
     if unknown:
         raise OptionsError(f"{where}: unknown widget key(s) {sorted(unknown)}")
+    for f in fields(WidgetOptions):
+        if f.name not in values:
+            continue
+        value = values[f.name]
+        kind = type(getattr(WidgetOptions(), f.name))
+        if kind in (tuple, list):
+            ok = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+        elif kind is dict:
+            ok = isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())
+        else:
+            ok = isinstance(value, kind)
+        if not ok:
+            raise OptionsError(f"{where}: {f.name!r} has the wrong type: {value!r}")
     options = WidgetOptions(
         **{
             **values,
