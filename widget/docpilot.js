@@ -15,7 +15,7 @@
  *
  * Worker protocol: post {id, type: "boot"|"check"|"load"|"ask", ...}, reply
  * {id, ok: true, result} or {id, ok: false, error}. Static mode (endpoint "browser")
- * loads the bundle into the worker and asks it instead of a server.
+ * loads docpilot/static.json (the lexical part of the bundle) into the worker and asks it instead of a server.
  *
  * Safety: model and docs text become DOM nodes through textContent only (see `markdown`);
  * links are kept only for http(s) and site-relative URLs.
@@ -253,7 +253,7 @@ function failAll(error) {
 }
 
 /** Start the worker once (when the panel first opens): boots Pyodide, and in static mode
- * loads the bundle. Rejects when either fails or takes longer than BOOT_TIMEOUT_MS. */
+ * loads docpilot/static.json. Rejects when either fails or takes longer than BOOT_TIMEOUT_MS. */
 function bootWorker() {
   booting ||= new Promise((resolve, reject) => {
     setTimeout(() => reject(new Error("worker boot timed out")), BOOT_TIMEOUT_MS);
@@ -847,7 +847,7 @@ class Widget {
         this.live.textContent = view.body.textContent;
         return;
       }
-      // 2. Ask the runtime (or, in static mode, the bundle in the worker).
+      // 2. Ask the runtime (or, in static mode, the static index in the worker).
       const body = {
         question,
         history: this.chat.turns.slice(0, index).filter((t) => t.result && !t.local).slice(-HISTORY_SENT).map(historyItem),
