@@ -15,9 +15,12 @@ Measured:
 1. Pyodide boot in the worker, from a blank page of the site: ``new Worker(docpilot/worker.js,
    {type: "module"})``, post ``{type: "boot"}``, wait for the reply ("boot"; the worker's own
    ``bootMs`` is printed too), then ``{type: "load"}`` of static.json ("load index").
-   Cold: a fresh browser context (empty HTTP cache). Warm: a second page in the same
-   context, so the HTTP cache is warm (no ``page.route``: it disables the cache). Each
-   sample is its own context. The server counts the requests it answered 200 vs 304.
+   Cold: a new context (empty HTTP cache). Warm: a second page in the same context, so
+   the HTTP cache is warm (no ``page.route``: it disables the cache). Each sample is its
+   own context, of two kinds: "profile", a new Chromium on a fresh profile directory (a
+   disk cache, as a reader's browser), and "incognito", Playwright's ``new_context()``
+   (an in-memory cache, as a private window; it does not keep the 9.6 MB wasm). The server
+   counts the requests it answered 200 vs 304.
 2. Submit to answer through the real widget, as a reader: the panel opened with the
    launcher, the question typed into the box and Enter pressed. The clock starts in a
    capture-phase keydown listener for that Enter and stops at the first animation frame
@@ -25,7 +28,9 @@ Measured:
    a first question has already been answered on that page; every sample starts with
    "New chat" (no history). "first question, fresh page": the page is loaded, the launcher
    clicked (which starts the boot), the question filled and sent at once, in a fresh context
-   (cold cache) and in a second page of that context (warm cache).
+   (cold cache) and in a second page of that context (warm cache), in both kinds of
+   context. Boot and first-question samples are interleaved, so the shared machine's
+   load falls on both alike.
 3. Size of what the widget adds to every page (docpilot.js + docpilot.css, the 15 KB
    gzip goal; Pyodide excluded), worker.js (loaded when the panel opens) and the inline
    config, raw and gzip levels 9 and 6, as the build wrote them into site/docpilot/.
