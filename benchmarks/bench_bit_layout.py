@@ -19,7 +19,7 @@ seed; both layouts are checked to return the same distances.
 These are integer numpy ufuncs: no BLAS is involved, so OPENBLAS_* / OMP_* variables
 do not change the result; numpy runs them on one thread.
 
-Run: ``.venv/bin/python benchmarks/bench_bit_layout.py [--sizes 10000,100000] [--seconds 2]``
+Run: ``.venv/bin/python benchmarks/bench_bit_layout.py [--sizes 10000,100000] [--seconds 2] [--smoke]``
 """
 
 from __future__ import annotations
@@ -126,7 +126,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--seconds", type=float, default=2.0, help="time budget per measurement")
+    parser.add_argument("--smoke", action="store_true", help="10k units, 0.1 s budget (a smoke)")
     args = parser.parse_args()
+    if args.smoke:
+        args.sizes, args.seconds = "10000", 0.1
     sizes = [int(s) for s in args.sizes.split(",")]
 
     print(

@@ -36,7 +36,7 @@ Measured:
    config, raw and gzip levels 9 and 6, as the build wrote them into site/docpilot/.
 
 Median and range over ``--n`` samples (default 7). Work files go to benchmarks/out/bench_browser/.
-Run: ``.venv/bin/python benchmarks/bench_browser.py [--n 7] [--no-material]``
+Run: ``.venv/bin/python benchmarks/bench_browser.py [--n 7] [--no-material] [--smoke]``
 """
 
 from __future__ import annotations
@@ -628,7 +628,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=7, help="samples per measurement (>= 5)")
     parser.add_argument("--no-material", action="store_true", help="skip the Material corpus")
+    parser.add_argument("--smoke", action="store_true", help="example-site, one sample (a smoke)")
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.no_material = 1, True
     OUT.mkdir(parents=True, exist_ok=True)
 
     sites = [build_example()]
