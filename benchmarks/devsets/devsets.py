@@ -189,9 +189,9 @@ def load(name_or_dir: str | Path, split: str) -> list[Item]:
     """The ``split`` half ("tune" or "test") of a set, by corpus name or directory."""
     if split not in SPLITS:
         raise DevsetError(f"split is {split!r}, expected one of {list(SPLITS)}")
-    directory = Path(name_or_dir)
-    if not directory.is_dir():
-        directory = HERE / str(name_or_dir)
+    # A bare name is a set beside this module; anything else is a directory path.
+    named = HERE / str(name_or_dir)
+    directory = named if named.is_dir() else Path(name_or_dir)
     return read_jsonl(directory / f"{split}.jsonl")
 
 
@@ -221,20 +221,27 @@ def split_key(item: Item) -> str:
 
 
 def split(items: Sequence[Item]) -> tuple[list[Item], list[Item]]:
-    """Deterministic tune/test halves, stratified by kind.
+    """Deterministic tune/test halves, stratified by kind, one half per question text.
 
-    Within each kind, items are ordered by the sha256 of their normalised question and
-    dealt alternately (tune first), so every kind is split as evenly as its count allows and
-    the result depends on the set's content, never on file order. Adding questions later can
-    move others: a set's halves are fixed when it is made, and ``check`` holds them to it.
+    Within each kind (in ``KINDS`` order), items are ordered by the sha256 of their
+    normalised question and dealt alternately, tune first, so every kind is split as evenly
+    as its count allows and the result depends on the set's content, never on file order.
+    A question already placed under an earlier kind (the same near-miss asked alone and
+    again after a covered turn) goes to that same half, so no text is in both halves.
+    Adding questions later can move others: a set's halves are fixed when it is made, and
+    ``check`` holds the files to it.
     """
-    tune: list[Item] = []
-    test: list[Item] = []
+    placed: dict[str, str] = {}
+    halves: dict[str, list[Item]] = {name: [] for name in SPLITS}
     for kind in KINDS:
-        ordered = sorted((i for i in items if i.kind == kind), key=split_key)
-        for index, item in enumerate(ordered):
-            (tune if index % 2 == 0 else test).append(item)
-    return tune, test
+        dealt = 0
+        for item in sorted((i for i in items if i.kind == kind), key=split_key):
+            text = normalised(item.question)
+            if text not in placed:
+                placed[text] = SPLITS[dealt % 2]
+                dealt += 1
+            halves[placed[text]].append(item)
+    return halves["tune"], halves["test"]
 
 
 def write_split(items: Sequence[Item], directory: Path) -> None:
