@@ -1,0 +1,204 @@
+"""The dev sets in benchmarks/devsets/ hold against real builds of their corpora.
+
+Each corpus is built once per session with plain `mkdocs build` (no DocPilot plugin: the
+page URLs are what is checked, and they do not depend on the plugin), then every gold page
+and current page named by a question must exist as `<url>index.html` in that site.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import yaml
+from corpora import EXAMPLE_SITE, MKDOCS_ENV, ROOT
+
+DEVSETS_DIR = ROOT / "benchmarks" / "devsets"
+CORPORA_DIR = ROOT / "benchmarks" / "corpora"
+OUTSIDE_CORPORA = ("httpx", "starlette", "uvicorn")
+ALL_SETS = ("example-site", *OUTSIDE_CORPORA)
+
+
+def _load_devsets() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("devsets", DEVSETS_DIR / "devsets.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["devsets"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+devsets = _load_devsets()
+
+
+def _example_site_config(work: Path) -> Path:
+    # example-site's own config runs the DocPilot plugin (embedder, Pyodide runtime);
+    # its pages and URLs come from MkDocs alone, so build them without it.
+    config = yaml.safe_load((EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8"))
+    config["docs_dir"] = str(EXAMPLE_SITE / "docs")
+    config["plugins"] = ["search"]
+    path = work / "mkdocs.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def built_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every dev-set corpus built once, by set name (the four builds run side by side)."""
+    sites, builds = {}, []
+    for name in ALL_SETS:
+        work = tmp_path_factory.mktemp(f"devset-{name}")
+        if name == "example-site":
+            config = _example_site_config(work)
+        else:
+            config = CORPORA_DIR / name / "mkdocs.yml"
+        sites[name] = work / "site"
+        command = [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)]
+        command += ["--site-dir", str(sites[name])]
+        builds.append(
+            (
+                config,
+                subprocess.Popen(
+                    command,
+                    cwd=config.parent,
+                    env=MKDOCS_ENV,
+                    text=True,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                ),
+            )
+        )
+    for config, build in builds:
+        output, _ = build.communicate()
+        if build.returncode != 0:
+            pytest.fail(f"mkdocs build of {config} failed:\n{output}")
+    return sites
+
+
+def _halves(name: str) -> tuple[list[object], list[object]]:
+    return devsets.load(name, "tune"), devsets.load(name, "test")
+
+
+def test_every_set_beside_the_module_is_checked() -> None:
+    assert devsets.corpora() == sorted(ALL_SETS)
+
+
+@pytest.mark.parametrize("name", ALL_SETS)
+def test_gold_and_current_pages_exist_in_the_built_site(
+    name: str, built_sites: dict[str, Path]
+) -> None:
+    tune, test = _halves(name)
+    assert devsets.missing_pages(tune + test, built_sites[name]) == []
+
+
+@pytest.mark.parametrize("name", ALL_SETS)
+def test_tune_and_test_halves_share_no_question(name: str) -> None:
+    tune, test = _halves(name)
+    shared = {devsets.normalised(i.question) for i in tune} & {
+        devsets.normalised(i.question) for i in test
+    }
+    assert shared == set()
+
+
+@pytest.mark.parametrize("name", ALL_SETS)
+def test_no_question_appears_twice_in_the_same_conversation(name: str) -> None:
+    # The same text may be asked alone and after a covered turn (that pair is what the
+    # follow-up gate is measured on); it must not repeat with the same earlier turn.
+    tune, test = _halves(name)
+    keys = [
+        (devsets.normalised(i.question), tuple(devsets.normalised(t.question) for t in i.history))
+        for i in tune + test
+    ]
+    assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize("name", ALL_SETS)
+def test_halves_are_the_stratified_sha256_split(name: str, built_sites: dict[str, Path]) -> None:
+    assert devsets.check(built_sites[name], DEVSETS_DIR / name) == []
+
+
+@pytest.mark.parametrize("name", ALL_SETS)
+def test_both_halves_hold_every_kind(name: str) -> None:
+    for half in _halves(name):
+        counts = devsets.counts(half)
+        assert all(counts[kind] > 0 for kind in devsets.KINDS), counts
+
+
+def test_outside_sets_are_large_enough_and_mostly_answerable() -> None:
+    items = [i for name in OUTSIDE_CORPORA for half in _halves(name) for i in half]
+    answerable = sum(i.kind == devsets.ANSWERABLE for i in items)
+    assert len(items) >= 250
+    every = [i for name in ALL_SETS for half in _halves(name) for i in half]
+    assert len(every) >= 300
+    assert sum(i.kind == devsets.ANSWERABLE for i in every) / len(every) >= 0.5
+    assert answerable / len(items) >= 0.45
+
+
+def test_follow_ups_come_in_at_least_three_languages() -> None:
+    langs = {i.lang for name in ALL_SETS for half in _halves(name) for i in half if i.history}
+    assert len(langs - {"en"}) >= 3
+
+
+@pytest.mark.parametrize("name", OUTSIDE_CORPORA)
+def test_each_corpus_ships_its_licence_and_pinned_source(name: str) -> None:
+    folder = CORPORA_DIR / name
+    assert "Redistribution and use" in (folder / "LICENSE.md").read_text(encoding="utf-8")
+    source = (folder / "SOURCE.md").read_text(encoding="utf-8")
+    assert "Commit: `" in source and f"/{name}" in source
+
+
+def test_a_bad_line_names_the_file_the_line_and_the_field(tmp_path: Path) -> None:
+    good = {
+        "question": "How?",
+        "kind": "answerable",
+        "expect_pages": ["a/"],
+        "lang": "en",
+        "source": "written",
+    }
+    bad = {**good, "kind": "covered"}
+    path = tmp_path / "tune.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    with pytest.raises(devsets.DevsetError, match=r"tune\.jsonl:2: field 'kind' is 'covered'"):
+        devsets.read_jsonl(path)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"kind": "near_miss"}, "expects a refusal, so expect_pages must be empty"),
+        ({"expect_pages": ["/absolute/"]}, "must be a site-relative URL"),
+        ({"kind": "followup_elliptical"}, "needs a history"),
+        ({"source": "somewhere"}, "thread URL or 'written'"),
+        ({"extra": 1}, "unknown field"),
+    ],
+)
+def test_each_rule_is_enforced(change: dict[str, object], message: str) -> None:
+    raw = {
+        "question": "How?",
+        "kind": "answerable",
+        "expect_pages": ["a/"],
+        "lang": "en",
+        "source": "written",
+        **change,
+    }
+    with pytest.raises(devsets.DevsetError, match=message):
+        devsets.parse_item(raw, "line 1")
+
+
+def test_a_gold_page_missing_from_the_site_is_reported(built_sites: dict[str, Path]) -> None:
+    item = devsets.parse_item(
+        {
+            "question": "How?",
+            "kind": "answerable",
+            "expect_pages": ["no/such/page/", "api/"],
+            "lang": "en",
+            "source": "written",
+        },
+        "line 1",
+    )
+    assert devsets.missing_pages([item], built_sites["httpx"]) == ["no/such/page/"]
