@@ -11,9 +11,9 @@ A question set is JSON lines, one question an object:
 ``followup_elliptical`` (needs the earlier turn in ``history`` to stand alone),
 ``followup_unrelated`` (an uncovered question after a covered turn) and ``after_refusal``
 (asked after a refused turn). A question should be answered exactly when it lists
-``expect_pages`` (page URLs as the site serves them, "reference/cli/" or "/reference/cli/";
-any one counts as a hit). ``context`` is text a reader pasted under the question (error
-output, code); it is sent only with ``with_context``.
+``expect_pages`` (page URLs as the site serves them, "reference/cli/" or "/reference/cli/",
+"" for the home page; any one counts as a hit). ``context`` is text a reader pasted under
+the question (error output, code); it is sent only with ``with_context``.
 
 Each question is one real turn through `Runtime.ask`, with no model (so the gate and the
 retrieval are measured, not a model's wording): "answered" means the turn was not a
@@ -85,8 +85,8 @@ def parse_question(data: Any, where: str) -> EvalQuestion:
     if kind not in KINDS:
         raise EvalError(f"{where}: field 'kind' is {kind!r}, expected one of {list(KINDS)}")
     pages = data.get("expect_pages", [])
-    if not isinstance(pages, list) or not all(isinstance(p, str) and p for p in pages):
-        raise EvalError(f"{where}: field 'expect_pages' must be a list of page URLs")
+    if not isinstance(pages, list) or not all(isinstance(p, str) for p in pages):
+        raise EvalError(f"{where}: field 'expect_pages' must be a list of page URLs ('' = home)")
     if kind == "answerable" and not pages:
         raise EvalError(f"{where}: an 'answerable' question needs 'expect_pages'")
     history = []
