@@ -354,12 +354,15 @@ def test_site_name_is_an_addressee_but_not_social_on_its_own() -> None:
 
 
 def test_conflicting_roles_for_one_phrase_are_rejected_naming_the_phrase() -> None:
-    phrases: dict[str, dict[Role, str]] = {"en": {"greeting": "yo | hi"}, "xx": {"farewell": "yo"}}
+    phrases: dict[str, dict[Role, list[str]]] = {
+        "en": {"greeting": ["yo", "hi"]},
+        "xx": {"farewell": ["yo"]},
+    }
     with pytest.raises(ValueError, match="'yo' is 'farewell' in xx but 'greeting'"):
         _build_inventory(phrases, {})
 
 
 def test_phrase_of_only_punctuation_is_rejected() -> None:
     with pytest.raises(ValueError, match="normalises to nothing"):
-        punctuation: dict[str, dict[Role, str]] = {"en": {"greeting": "hi | ?!"}}
+        punctuation: dict[str, dict[Role, list[str]]] = {"en": {"greeting": ["hi", "?!"]}}
         _build_inventory(punctuation, {})

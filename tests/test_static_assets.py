@@ -27,6 +27,7 @@ from docpilot_runtime import browser, static_assets
 from docpilot_runtime.bundle import bundle_path, load_bundle
 from docpilot_runtime.cli import main as cli_main
 from docpilot_runtime.static_assets import (
+    BROWSER_DATA,
     BROWSER_MODULES,
     LOCK_NAME,
     PYODIDE_DIR_ENV,
@@ -325,9 +326,12 @@ def test_browser_wheel_is_reproducible_and_holds_only_the_browser_core() -> None
         modules = {
             n.removeprefix("docpilot_runtime/") for n in archive.namelist() if n.endswith(".py")
         }
+        data = {n.removeprefix("docpilot_runtime/") for n in archive.namelist() if n.endswith(".json")}
         record = archive.read(next(n for n in archive.namelist() if n.endswith("RECORD")))
     assert modules == {f"{m}.py" for m in BROWSER_MODULES}
-    assert record.count(b"sha256=") == len(BROWSER_MODULES) + 2  # + METADATA and WHEEL
+    assert data == set(BROWSER_DATA)
+    # + the data files, METADATA and WHEEL
+    assert record.count(b"sha256=") == len(BROWSER_MODULES) + len(BROWSER_DATA) + 2
 
 
 def _imports(module: str) -> set[str]:
