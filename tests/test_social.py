@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import FrozenInstanceError
+from pathlib import Path
 
 import pytest
 from docpilot_runtime.social import (
@@ -366,3 +368,14 @@ def test_phrase_of_only_punctuation_is_rejected() -> None:
     with pytest.raises(ValueError, match="normalises to nothing"):
         punctuation: dict[str, dict[Role, list[str]]] = {"en": {"greeting": ["hi", "?!"]}}
         _build_inventory(punctuation, {})
+
+
+def test_the_phrase_file_is_checked_when_read(tmp_path: Path) -> None:
+    from docpilot_runtime.social import PHRASES_FILE, _load_tables
+
+    data = json.loads(PHRASES_FILE.read_text(encoding="utf-8"))
+    data["phrases"]["en"]["greting"] = ["hi"]
+    bad = tmp_path / "social_phrases.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"social_phrases.json: phrases.en: expected roles"):
+        _load_tables(bad)
