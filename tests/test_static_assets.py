@@ -203,7 +203,7 @@ def test_credential_check_reports_kind_label_reply_and_span() -> None:
     assert question[found["start"] : found["end"]].startswith("sk-proj-")
     assert "revoke or rotate" in found["markdown"]
     assert "sk-proj-" not in found["markdown"]
-    assert browser.check("How do I set OPENAI_API_KEY?") == {"credential": None}
+    assert browser.check("How do I set OPENAI_API_KEY?") == {"credential": None, "dropped": []}
 
 
 def test_static_index_is_deterministic_and_holds_only_what_static_mode_reads(
@@ -495,7 +495,7 @@ def test_worker_speaks_the_widget_protocol_in_chromium(
     assert found["ok"] and found["result"]["credential"]["kind"] == "openai_api_key"
     assert booted["ok"] and booted["result"]["version"] == PYODIDE_VERSION
     assert booted["result"]["bootMs"] > 0
-    assert clean == {"id": 3, "ok": True, "result": {"credential": None}}
+    assert clean == {"id": 3, "ok": True, "result": {"credential": None, "dropped": []}}
     browser.load_static(static_text, prefix="/docs-site/")
     expected = json.loads(browser.ask_static(json.dumps(covered)))
     assert answered["ok"] and _without_turn_id(answered["result"]) == _without_turn_id(expected)
