@@ -446,3 +446,36 @@ def test_every_match_has_a_snake_case_kind_and_a_span_inside_the_text() -> None:
         assert isinstance(match, CredentialMatch)
         assert re.fullmatch(r"[a-z0-9]+(?:_[a-z0-9]+)*", match.kind)
         assert 0 <= match.start < match.end <= len(text)
+
+
+# --- The rules file: plain data any engine can read ------------------------------------
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return isinstance(value, str | bool)
+
+
+def test_the_rules_file_is_plain_json_and_every_row_compiles_with_a_body() -> None:
+    from docpilot_runtime.credential_patterns import RULES_FILE, TOKEN_FORMATS
+
+    data = json.loads(RULES_FILE.read_text(encoding="utf-8"))
+    assert _plain(data)
+    assert len(TOKEN_FORMATS) == len(data["token_formats"]) >= 80
+    for fmt, row in zip(TOKEN_FORMATS, data["token_formats"], strict=True):
+        assert "body" in fmt.pattern.groupindex, row["kind"]
+        assert row["hints"] and all(h == h.lower() for h in row["hints"]), row["kind"]
+        assert re.fullmatch(r"[a-z0-9_]+", row["kind"]), row["kind"]
+
+
+def test_a_malformed_rules_row_is_named_with_its_file_and_index() -> None:
+    from docpilot_runtime.credential_patterns import RulesError, _token_format
+
+    with pytest.raises(RulesError, match=r"token_formats\[3\]: regex does not compile"):
+        _token_format({"kind": "k", "label": "K", "regex": "(", "hints": ["k"]},
+                      "credential_rules.json: token_formats[3]")
+    with pytest.raises(RulesError, match="expected an object with kind, label, regex"):
+        _token_format({"kind": "k"}, "credential_rules.json: token_formats[0]")

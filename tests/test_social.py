@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import FrozenInstanceError
+from pathlib import Path
 
 import pytest
 from docpilot_runtime.social import (
@@ -354,12 +356,26 @@ def test_site_name_is_an_addressee_but_not_social_on_its_own() -> None:
 
 
 def test_conflicting_roles_for_one_phrase_are_rejected_naming_the_phrase() -> None:
-    phrases: dict[str, dict[Role, str]] = {"en": {"greeting": "yo | hi"}, "xx": {"farewell": "yo"}}
+    phrases: dict[str, dict[Role, list[str]]] = {
+        "en": {"greeting": ["yo", "hi"]},
+        "xx": {"farewell": ["yo"]},
+    }
     with pytest.raises(ValueError, match="'yo' is 'farewell' in xx but 'greeting'"):
         _build_inventory(phrases, {})
 
 
 def test_phrase_of_only_punctuation_is_rejected() -> None:
     with pytest.raises(ValueError, match="normalises to nothing"):
-        punctuation: dict[str, dict[Role, str]] = {"en": {"greeting": "hi | ?!"}}
+        punctuation: dict[str, dict[Role, list[str]]] = {"en": {"greeting": ["hi", "?!"]}}
         _build_inventory(punctuation, {})
+
+
+def test_the_phrase_file_is_checked_when_read(tmp_path: Path) -> None:
+    from docpilot_runtime.social import PHRASES_FILE, _load_tables
+
+    data = json.loads(PHRASES_FILE.read_text(encoding="utf-8"))
+    data["phrases"]["en"]["greting"] = ["hi"]
+    bad = tmp_path / "social_phrases.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"social_phrases.json: phrases.en: expected roles"):
+        _load_tables(bad)

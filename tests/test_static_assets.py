@@ -27,6 +27,7 @@ from docpilot_runtime import browser, static_assets
 from docpilot_runtime.bundle import bundle_path, load_bundle
 from docpilot_runtime.cli import main as cli_main
 from docpilot_runtime.static_assets import (
+    BROWSER_DATA,
     BROWSER_MODULES,
     LOCK_NAME,
     PYODIDE_DIR_ENV,
@@ -202,7 +203,7 @@ def test_credential_check_reports_kind_label_reply_and_span() -> None:
     assert question[found["start"] : found["end"]].startswith("sk-proj-")
     assert "revoke or rotate" in found["markdown"]
     assert "sk-proj-" not in found["markdown"]
-    assert browser.check("How do I set OPENAI_API_KEY?") == {"credential": None}
+    assert browser.check("How do I set OPENAI_API_KEY?") == {"credential": None, "dropped": []}
 
 
 def test_static_index_is_deterministic_and_holds_only_what_static_mode_reads(
@@ -325,9 +326,12 @@ def test_browser_wheel_is_reproducible_and_holds_only_the_browser_core() -> None
         modules = {
             n.removeprefix("docpilot_runtime/") for n in archive.namelist() if n.endswith(".py")
         }
+        data = {n.removeprefix("docpilot_runtime/") for n in archive.namelist() if n.endswith(".json")}
         record = archive.read(next(n for n in archive.namelist() if n.endswith("RECORD")))
     assert modules == {f"{m}.py" for m in BROWSER_MODULES}
-    assert record.count(b"sha256=") == len(BROWSER_MODULES) + 2  # + METADATA and WHEEL
+    assert data == set(BROWSER_DATA)
+    # + the data files, METADATA and WHEEL
+    assert record.count(b"sha256=") == len(BROWSER_MODULES) + len(BROWSER_DATA) + 2
 
 
 def _imports(module: str) -> set[str]:
@@ -491,7 +495,7 @@ def test_worker_speaks_the_widget_protocol_in_chromium(
     assert found["ok"] and found["result"]["credential"]["kind"] == "openai_api_key"
     assert booted["ok"] and booted["result"]["version"] == PYODIDE_VERSION
     assert booted["result"]["bootMs"] > 0
-    assert clean == {"id": 3, "ok": True, "result": {"credential": None}}
+    assert clean == {"id": 3, "ok": True, "result": {"credential": None, "dropped": []}}
     browser.load_static(static_text, prefix="/docs-site/")
     expected = json.loads(browser.ask_static(json.dumps(covered)))
     assert answered["ok"] and _without_turn_id(answered["result"]) == _without_turn_id(expected)

@@ -9,9 +9,9 @@
  * new line.
  *
  * Privacy: nothing is stored and nothing is sent before the reader's first question.
- * Every question (and quote) first goes through the credential check in a Pyodide worker
- * (worker.js, booted when the panel first opens); a question holding a secret is answered
- * here and never sent. If the worker cannot start, nothing is sent at all.
+ * Every question first goes through the credential check in a Pyodide worker (worker.js,
+ * booted when the panel first opens), with its quote, page and history; a question or quote
+ * holding a secret is answered here and never sent, a history item holding one is dropped. If the worker cannot start, nothing is sent at all.
  *
  * Worker protocol: post {id, type: "boot"|"check"|"load"|"ask", ...}, reply
  * {id, ok: true, result} or {id, ok: false, error}. Static mode (endpoint "browser")
@@ -285,13 +285,18 @@ function bootWorker() {
   return booting;
 }
 
-/** The first credential found in the question or the quote, or null. */
-async function findCredential(question, quote) {
-  for (const text of quote ? [question, quote] : [question]) {
-    const { credential } = await call("check", { question: text });
-    if (credential) return { ...credential, inQuote: text !== question };
-  }
-  return null;
+/** Check every field of `body` before it leaves the page: a credential in the question or
+ * quote is returned; a page or history item holding one is dropped from `body` (and its
+ * turn in `sent` kept local). */
+async function screen(body, sent) {
+  const { credential, dropped } = await call("check", body);
+  if (dropped.includes("page")) delete body.page;
+  body.history = body.history.filter((_, i) => {
+    if (!dropped.includes(`history[${i}]`)) return true;
+    sent[i].local = true; // it held a secret: never sent or stored again
+    return false;
+  });
+  return credential && { ...credential, inQuote: credential.field === "quote" };
 }
 
 // -------------------------------------------------------------- asking
@@ -825,10 +830,13 @@ class Widget {
       if (!(await Promise.race([settled, new Promise((r) => setTimeout(r, 150, false))]))) {
         ui.progress(T.preparing);
       }
+      const sent = this.chat.turns.slice(0, index).filter((t) => t.result && !t.local).slice(-HISTORY_SENT);
+      const body = { question, history: sent.map(historyItem), page: location.pathname };
+      if (quote) body.quote = quote;
       let credential;
       try {
         await boot;
-        credential = await findCredential(question, quote);
+        credential = await screen(body, sent);
       } catch {
         turn.local = true;
         turn.error = T.check_failed;
@@ -848,12 +856,6 @@ class Widget {
         return;
       }
       // 2. Ask the runtime (or, in static mode, the static index in the worker).
-      const body = {
-        question,
-        history: this.chat.turns.slice(0, index).filter((t) => t.result && !t.local).slice(-HISTORY_SENT).map(historyItem),
-        page: location.pathname,
-      };
-      if (quote) body.quote = quote;
       let result;
       if (STATIC) {
         ui.progress(T.searching);

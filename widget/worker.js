@@ -9,7 +9,10 @@
 // Messages in (every one carries an id the reply repeats):
 //   {id, type: "boot", pyodideUrl?}  start Pyodide now; pyodideUrl overrides pyodide/
 //                                    (send it first: only the booting message's URL counts)
-//   {id, type: "check", question}    -> {credential: {kind, label, markdown, start, end} | null}
+//   {id, type: "check", question, quote?, history?, page?}
+//                                    what the widget is about to send; answers
+//                                    {credential: {kind, label, markdown, start, end, field} | null,
+//                                     dropped: ["page", "history[2]", ...]} (drop those, then send)
 //   {id, type: "load", bundleUrl?}   static mode: fetch and decode the index
 //                                    (default: static.json beside this file)
 //   {id, type: "ask", request}       static mode: request = the body of POST /api/ask
@@ -74,12 +77,12 @@ async function load(runtime, bundleUrl) {
   return { loadMs: Math.round(performance.now() - began) };
 }
 
-function check(runtime, question) {
+function check(runtime, { question, quote, history, page }) {
   if (typeof question !== "string") throw new Error("check: question must be a string");
-  const proxy = runtime.browser.check(question);
+  const proxy = runtime.browser.check(question, quote ?? null, JSON.stringify(history ?? []), page ?? null);
   try {
     const found = proxy.toJs({ dict_converter: Object.fromEntries });
-    return { credential: found.credential ?? null };
+    return { credential: found.credential ?? null, dropped: found.dropped ?? [] };
   } finally {
     proxy.destroy();
   }
@@ -102,7 +105,7 @@ async function handle(message) {
     case "boot":
       return { bootMs: runtime.bootMs, version: runtime.version };
     case "check":
-      return check(runtime, message.question);
+      return check(runtime, message);
     case "load":
       return load(runtime, message.bundleUrl);
     case "ask":

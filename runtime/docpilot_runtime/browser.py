@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import stages
-from .credentials import credential_reply, find_credential
+from .credentials import carries_credential, credential_reply, screen_request
 from .gate import Signals, confidence, default_params, gate_score
 from .lexical import LexicalIndex
 from .tokenize import query_terms
@@ -209,7 +209,7 @@ class StaticSite:
     def ask(self, request: AskRequest) -> Result:
         """One turn in lexical mode: the server's stages 1-3, then passages or refusal."""
         base: dict[str, Any] = {"turn_id": uuid.uuid4().hex, "bundle_hash": self.bundle_hash}
-        opening = stages.opening_result(request, self.name, None, base)
+        opening, request = stages.opening_result(request, self.name, None, base)
         if opening is not None:
             return opening
         retrieval = self.retrieve(request)
@@ -233,12 +233,29 @@ class StaticSite:
 _site: StaticSite | None = None
 
 
-def check(question: str) -> dict[str, Any]:
-    """The credential check alone, for the widget before it sends anything anywhere:
-    ``{"credential": {kind, label, markdown, start, end}}`` or ``{"credential": None}``."""
-    found = find_credential(question)
+def check(
+    question: str, quote: str | None = None, history_json: str = "[]", page: str | None = None
+) -> dict[str, Any]:
+    """The credential check alone, for the widget before it sends anything anywhere.
+
+    Takes what the widget is about to send (the history as the JSON list of its items) and
+    returns ``{"credential": {kind, label, markdown, start, end, field} | None, "dropped":
+    [...]}``: a hit in the question or the quote (``field`` says which) stops the turn; a
+    hit in the page or a history item names it in ``dropped`` ("page", "history[2]"), and
+    the widget sends the turn without it, as `credentials.screen_request` does."""
+    items = json.loads(history_json)
+    if not isinstance(items, list):
+        raise ValueError("check: history must be a JSON list")
+    screened = screen_request(AskRequest(question=question, quote=quote or None, page=page))
+    dropped = list(screened.dropped)
+    dropped += [
+        f"history[{i}]"
+        for i, item in enumerate(items)
+        if carries_credential(item.values() if isinstance(item, dict) else [item])
+    ]
+    found = screened.credential
     if found is None:
-        return {"credential": None}
+        return {"credential": None, "dropped": dropped}
     return {
         "credential": {
             "kind": found.kind,
@@ -246,7 +263,9 @@ def check(question: str) -> dict[str, Any]:
             "markdown": credential_reply(found),
             "start": found.start,
             "end": found.end,
-        }
+            "field": screened.field,
+        },
+        "dropped": dropped,
     }
 
 

@@ -11,7 +11,11 @@ network-free, and costs tens of microseconds for an ordinary question.
 Three tiers, most specific first; the first tier with a finding wins, and within a tier the
 leftmost finding:
 
-1. Vendor formats (`credential_patterns.TOKEN_FORMATS`): prefixed keys such as `ghp_…`,
+The rules are data (`credential_rules.json`, typed by `credential_patterns`): vendor formats,
+placeholder and name vocabularies, in every language; this module is the engine that applies
+them. `screen_request` runs it over every field of a request a reader controls.
+
+1. Vendor formats (`token_formats` in the rules): prefixed keys such as `ghp_…`,
    `sk-proj-…`, `AKIA…`, webhook URLs, and a few keys recognised by their name (an AWS secret
    access key after `aws_secret_access_key`).
 2. Structure: PEM private-key blocks (even partial), headerless DER private-key bodies, JWTs.
@@ -48,33 +52,55 @@ import binascii
 import json
 import math
 import re
+import unicodedata
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, fields, replace
 from itertools import pairwise
 from urllib.parse import unquote
 
 from .credential_patterns import (
+    CLI_COMMANDS,
+    HASH_WORDS,
+    ID_PREFIXES,
+    JWT_STAND_INS,
     KEY_QUALIFIERS,
+    KEY_STEMS,
     KEY_WORDS,
     LEET,
+    NAME_KEYWORDS,
     NAME_STOP_WORDS,
+    PASSWORD_STEMS,
     PASSWORD_SUFFIXES,
     PASSWORD_WORDS,
+    PEM_LABELS,
     PLACEHOLDER_WORDS,
     PREVIOUS_STOP_WORDS,
     PROSE_FILLERS,
     PUBLIC_VALUE_PREFIXES,
     REFERENCE_MARKERS,
+    SECRET_STEMS,
     SECRET_SUFFIXES,
     SECRET_WORDS,
     TOKEN_CHARS,
     TOKEN_FORMATS,
+    UNREPLAYABLE_SCHEMES,
     VENDOR_EXAMPLES,
+    VERB_LIKE_PASSWORD_WORDS,
     WEAK_PASSWORDS,
     TokenFormat,
 )
+from .types import AskRequest
 
-__all__ = ["CredentialMatch", "credential_reply", "find_credential"]
+__all__ = [
+    "CredentialMatch",
+    "Screened",
+    "carries_credential",
+    "credential_reply",
+    "find_credential",
+    "normalise_for_matching",
+    "screen_request",
+]
 
 
 @dataclass(frozen=True)
@@ -88,15 +114,161 @@ class CredentialMatch:
 
 
 def find_credential(text: str) -> CredentialMatch | None:
-    """Return the credential `text` carries, the most specific kind first; None when clean."""
+    """Return the credential `text` carries, the most specific kind first; None when clean.
+
+    The rules read the text after `normalise_for_matching`; the span refers to `text`."""
     if len(text) < 8:
         return None
+    normal, origin = normalise_for_matching(text)
+    found = _find_normalised(normal)
+    if found is None or origin is None:
+        return found
+    return _span_in_original(found, origin, len(text))
+
+
+def _find_normalised(text: str) -> CredentialMatch | None:
     lowered = text.lower()
     for tier in (_vendor_tokens, _structured_secrets, _contextual_secrets):
         found = tier(text, lowered)
         if found:
             return min(found, key=lambda match: match.start)
     return None
+
+
+# --- Normalisation: what a reader sees, not how it is encoded ----------------------------
+
+# Characters that render as nothing or as a plain space but would split a name from its
+# value for the rules: format characters (zero-width space and joiners, word joiner, BOM,
+# soft hyphen, bidi controls, tags), variation selectors, the combining grapheme joiner and
+# the Hangul fillers; Unicode spaces (no-break, thin, ideographic …) and line separators.
+_INVISIBLE = (
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e007f\U000e0100-\U000e01ef"
+)
+_SPACES = "\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_LINES = "\u0085\u2028\u2029"
+_NEEDS_CARE = re.compile(f"[{_INVISIBLE}{_SPACES}{_LINES}]")
+_INVISIBLE_CHAR = re.compile(f"[{_INVISIBLE}]")
+_SPACE_CHAR = re.compile(f"[{_SPACES}]")
+_ASCII_RUN = re.compile(r"[\x00-\x7f]+")
+
+
+def normalise_for_matching(text: str) -> tuple[str, list[int] | None]:
+    """The text the rules read: NFKC (full-width forms, compatibility spaces), Unicode
+    spaces as " ", line separators as "\\n", invisible characters removed.
+
+    Returns it with, for each of its characters, where in `text` the character it came from
+    starts (None when nothing changed, the usual case), so a finding is shown where the
+    reader typed it. A no-break space around `=` or a zero-width space inside a key must not
+    hide it."""
+    if text.isascii() or (
+        _NEEDS_CARE.search(text) is None and unicodedata.is_normalized("NFKC", text)
+    ):
+        return text, None
+    out: list[str] = []
+    origin: list[int] = []
+    i, n = 0, len(text)
+    while i < n:
+        run = _ASCII_RUN.match(text, i)
+        if run is not None:  # copied as it is, but for a last letter a combining mark follows
+            j = run.end() - (run.end() < n and unicodedata.combining(text[run.end()]) > 0)
+            if j > i:
+                out.append(text[i:j])
+                origin.extend(range(i, j))
+                i = j
+                continue
+        j = i + 1
+        while j < n and unicodedata.combining(text[j]):
+            j += 1  # a base character and its combining marks normalise together
+        piece = _normal_piece(text[i:j])
+        out.append(piece)
+        origin.extend([i] * len(piece))
+        i = j
+    return "".join(out), origin
+
+
+_PIECES: dict[str, str] = {}  # one character's normal form, computed once
+
+
+def _normal_piece(cluster: str) -> str:
+    if len(cluster) == 1 and (known := _PIECES.get(cluster)) is not None:
+        return known
+    head, rest = cluster[0], unicodedata.normalize("NFKC", cluster[1:])
+    if _INVISIBLE_CHAR.fullmatch(head):
+        piece = rest
+    elif _SPACE_CHAR.fullmatch(head):
+        piece = " " + rest
+    elif head in _LINES:
+        piece = "\n"
+    else:
+        piece = _INVISIBLE_CHAR.sub("", unicodedata.normalize("NFKC", cluster))
+    if len(cluster) == 1 and len(_PIECES) < 4096:
+        _PIECES[cluster] = piece
+    return piece
+
+
+def _span_in_original(
+    found: CredentialMatch, origin: list[int], length: int
+) -> CredentialMatch:
+    """Map a finding on the normalised text back onto the reader's text."""
+    start = origin[found.start] if found.start < len(origin) else length
+    k = found.end
+    while 0 < k < len(origin) and origin[k] == origin[found.end - 1]:
+        k += 1  # the rest of the output the last character's cluster made
+    end = origin[k] if 0 < k < len(origin) else length
+    return CredentialMatch(found.kind, found.label, start, max(start, end))
+
+
+# --- Screening a whole request -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Screened:
+    """A request after the credential check of every field the reader controls.
+
+    `credential` is a hit in `question` or `quote` (`field` says which): it settles the turn.
+    `request` is the request with `page` and every history item that carried a credential
+    removed; `dropped` names them ("page", "history[2]"), never their text."""
+
+    request: AskRequest
+    credential: CredentialMatch | None = None
+    field: str | None = None
+    dropped: tuple[str, ...] = ()
+
+
+def carries_credential(values: Iterable[object]) -> bool:
+    """True when any text among `values` (the fields of one history item) holds a credential."""
+    return any(isinstance(v, str) and find_credential(v) is not None for v in values)
+
+
+def screen_request(request: AskRequest) -> Screened:
+    """Check `question`, `quote`, `page` and every field of every history item; pure.
+
+    A secret in the question or the quote ends the turn; one in the page path or in an
+    earlier turn (the reader may have pasted it there, or into a turn the browser kept)
+    only loses that field or turn, so the conversation goes on without it."""
+    credential: CredentialMatch | None = None
+    field: str | None = None
+    for name in ("question", "quote"):
+        value = getattr(request, name)
+        if value and (found := find_credential(value)) is not None:
+            credential, field = found, name
+            break
+    dropped: list[str] = []
+    page = request.page
+    if page and find_credential(page) is not None:
+        page = None
+        dropped.append("page")
+    history = []
+    for i, item in enumerate(request.history):
+        if carries_credential(getattr(item, f.name) for f in fields(item)):
+            dropped.append(f"history[{i}]")
+        else:
+            history.append(item)
+    if dropped:
+        request = replace(request, page=page, history=tuple(history))
+    return Screened(request, credential, field, tuple(dropped))
 
 
 _PASSWORD_KINDS = frozenset({"password_assignment", "connection_string_password"})
@@ -178,14 +350,6 @@ def _token_match(fmt: TokenFormat, m: re.Match[str]) -> CredentialMatch:
 # --- Tier 2: structure --------------------------------------------------------------------
 
 _PEM_PRIVATE = re.compile(r"-----BEGIN ((?:[A-Z0-9]++ ){0,3})PRIVATE KEY(?: BLOCK)?-----")
-_PEM_LABELS = {
-    "RSA": "RSA private key",
-    "EC": "EC private key",
-    "DSA": "DSA private key",
-    "OPENSSH": "OpenSSH private key",
-    "ENCRYPTED": "encrypted private key",
-    "PGP": "PGP private key block",
-}
 _B64_RUN = re.compile(r"[A-Za-z0-9+/=]{1,4096}+")
 # DER private keys start with fixed bytes, so their base64 starts with fixed text: PKCS#1 RSA,
 # PKCS#8 RSA, encrypted PKCS#8, SEC1 EC (P-256, P-384), PKCS#8 EC, PKCS#8 Ed25519, and
@@ -199,8 +363,6 @@ _DER_PRIVATE = re.compile(
 _JWT = re.compile(
     r"(?<![A-Za-z0-9_\-.])(eyJ[A-Za-z0-9_\-]{8,}+)\.([A-Za-z0-9_\-]{8,}+)\.([A-Za-z0-9_\-]*+)"
 )
-# Claims that mark a token as a documentation sample (jwt.io's "John Doe", sub 1234567890).
-_JWT_STAND_INS = ("john doe", "jane doe", "1234567890", "example", "dummy", "fake", "sample")
 _MIN_PRIVATE_KEY_CHARS = 40  # beyond the fixed DER prefix, so a header plus "MIIE…" is not it
 
 
@@ -243,7 +405,7 @@ def _pem_private_keys(text: str) -> list[CredentialMatch]:
                 break
         if len(body) >= _MIN_PRIVATE_KEY_CHARS and not _has_placeholder_words(body):
             kind_word = (m.group(1) or "").split()
-            label = _PEM_LABELS.get(kind_word[0] if kind_word else "", "private key")
+            label = PEM_LABELS.get(kind_word[0] if kind_word else "", "private key")
             end = text.find("PRIVATE KEY", m.end())
             end = len(text) if end == -1 else min(len(text), end + 16)
             return [CredentialMatch("pem_private_key", label, m.start(), end)]
@@ -269,7 +431,7 @@ def _is_real_jwt(m: re.Match[str]) -> bool:
     payload = _b64url_json(m.group(2))
     if isinstance(payload, dict):
         claims = json.dumps(payload).lower()
-        if any(word in claims for word in _JWT_STAND_INS):
+        if any(word in claims for word in JWT_STAND_INS):
             return False
         if payload.get("role") == "anon":
             return False  # Supabase's anon key is public by design
@@ -286,14 +448,11 @@ def _contextual_secrets(text: str, lowered: str) -> list[CredentialMatch]:
     if _LONG_ALNUM_RUN.search(text):  # ties go to the first listed: the vendor-style token
         found.extend(_prefixed_random_tokens(text))
     found.extend(_named_secrets(text, lowered))
-    if any(command in lowered for command in _CLI_COMMANDS):
+    if any(command in lowered for command in CLI_COMMANDS):
         found.extend(_command_line_passwords(text))
     return found
 
 
-# Command lines that carry a password without naming it: `mysql -pSECRET`, `sshpass -p`,
-# `curl -u user:SECRET`, `docker login -p SECRET`.
-_CLI_COMMANDS = ("mysql", "mariadb", "sshpass", "curl", "wget", "docker")
 _CLI_PASSWORD = re.compile(
     r"\b(?:mysql\w*+|mariadb\w*+)\b[^\n]{0,200}?[ \t]-p(?P<mysql>[^\s'\"`\-][^\s'\"`]{3,127})"
     r"|\bsshpass[ \t]++-p[ \t]*+['\"]?(?P<sshpass>[^\s'\"`]{4,128})"
@@ -344,12 +503,7 @@ def _url_passwords(text: str) -> list[CredentialMatch]:
     return []
 
 
-_NAME_KEYWORD_TEXT = (
-    r"pass|pwd|pw(?![a-z])|secret|token|key|credential|auth|bearer|contrase|senha|kennwort"
-    r"|mdp|parola|wachtwoord|has[lł]o|парол|ключ|токен|секрет|密码|密碼|口令|密钥|秘钥|令牌"
-    r"|パスワード|トークン|シークレット|キー|비밀번호|토큰|키|clave|cl[eé](?![a-z])|chiave|chave"
-    r"|schl[uü]e?ssel|sleutel|klucz|jeton"
-)
+_NAME_KEYWORD_TEXT = "|".join(NAME_KEYWORDS)
 _NAME_KEYWORD = re.compile(_NAME_KEYWORD_TEXT)
 _NAME_KEYWORD_ANY_CASE = re.compile(_NAME_KEYWORD_TEXT, re.IGNORECASE)
 _NAME_WORD = re.compile(r"[A-Z]?[a-z\u00df-\u024f]+|[A-Z\u00c0-\u00de]+(?![a-z])|\d+|[^\x00-\x7f]+")
@@ -368,11 +522,6 @@ _PROSE_LEAD = re.compile(
     r"(?:[ \t]++[^\W\d_]{1,20}+){1,6}?"
     r"(?:[ \t]++(?:is|was|are|es|est|ist|lautet|é|è)(?=[ \t])|[ \t]*+[:=：＝])[ \t]*+"
 )
-# Password words that are also ordinary words; they name a password only in syntax
-# (`DB_PASS=…`, `--pass …`), not in running text.
-_VERB_LIKE = frozenset({"pass", "passe", "pw", "pwd"})
-_UNREPLAYABLE_SCHEMES = frozenset({"digest", "aws4-hmac-sha256", "negotiate", "ntlm"})
-_HASH_WORDS = ("sha", "md5", "hash", "digest", "checksum", "commit", "fingerprint", "etag")
 
 
 def _named_secrets(text: str, lowered: str) -> list[CredentialMatch]:
@@ -404,7 +553,7 @@ def _named_secrets(text: str, lowered: str) -> list[CredentialMatch]:
             continue  # `key = base64.b64encode(…)`, `token = data["token"]`: code
         words = [w.lower() for w in _NAME_WORD.findall(text[start:end])]
         previous = _previous_word(text, start)
-        if prose and len(words) == 1 and words[0] in _VERB_LIKE and previous != "de":
+        if prose and len(words) == 1 and words[0] in VERB_LIKE_PASSWORD_WORDS and previous != "de":
             continue  # "pass `stream=True`": the verb, not a password ("mot de passe" is)
         family = _name_family(words, previous)
         if family is None:
@@ -453,13 +602,13 @@ def _previous_word(text: str, start: int) -> str:
 
 def _is_password_word(word: str) -> bool:
     return word in PASSWORD_WORDS or word.endswith(PASSWORD_SUFFIXES) or word.startswith(
-        ("парол", "비밀번호")
+        PASSWORD_STEMS
     )
 
 
 def _is_secret_word(word: str) -> bool:
     return word in SECRET_WORDS or word.endswith(SECRET_SUFFIXES) or word.startswith(
-        ("токен", "секрет", "토큰")
+        SECRET_STEMS
     )
 
 
@@ -475,7 +624,7 @@ def _name_family(words: list[str], previous: str) -> str | None:
         return "password"
     if any(_is_secret_word(w) for w in words):
         return "secret"
-    keyish = [w for w in words if w in KEY_WORDS or w.startswith(("ключ", "키")) or (
+    keyish = [w for w in words if w in KEY_WORDS or w.startswith(KEY_STEMS) or (
         w.endswith("key") and w[:-3] in KEY_QUALIFIERS)]
     if keyish:
         # Only English "key" alone is vague (primary key, cache key); "clave", "Schlüssel",
@@ -583,7 +732,7 @@ def _judge_named_value(
 
 def _near_hash_words(text: str, pos: int) -> bool:
     window = text[max(0, pos - 80) : pos + 80].lower()
-    return any(word in window for word in _HASH_WORDS)
+    return any(word in window for word in HASH_WORDS)
 
 
 def _authorization_header(text: str, pos: int) -> CredentialMatch | None:
@@ -595,7 +744,7 @@ def _authorization_header(text: str, pos: int) -> CredentialMatch | None:
         return None
     scheme, credential = m.group(1).lower(), m.group(2).rstrip("\"'`.")
     start, end = m.start(2), m.start(2) + len(credential)
-    if scheme in _UNREPLAYABLE_SCHEMES or _is_stand_in(credential):
+    if scheme in UNREPLAYABLE_SCHEMES or _is_stand_in(credential):
         return None
     if scheme == "basic":
         decoded = _decode_base64_text(credential)
@@ -618,22 +767,12 @@ _PREFIXED_TOKEN = re.compile(
     r"(?<![A-Za-z0-9_\-./+=@:])([A-Za-z][A-Za-z0-9]{1,11}[_\-](?:[A-Za-z0-9]{1,11}[_\-]){0,2})"
     r"([A-Za-z0-9]{32,}+)(?![A-Za-z0-9_\-./+=])"
 )
-# First segments that name public keys, digests and object ids (Stripe `pi_`, OpenAI `file-`,
-# Anthropic `msg_`): random-looking, but not secrets.
-_ID_PREFIXES = frozenset({
-    "pk", "pub", "public", "publishable", "sha1", "sha256", "sha384", "sha512", "md5", "id",
-    "uid", "uuid", "user", "org", "cus", "ch", "pi", "pm", "py", "evt", "sub", "price", "prod",
-    "acct", "req", "msg", "file", "asst", "thread", "run", "batch", "ft", "chatcmpl", "toolu",
-    "call", "resp", "img", "data", "v", "tag", "rev", "build", "commit", "release", "sess",
-    "cs", "seti", "src", "tok", "txn", "po", "re", "in", "ii", "il", "card", "ba", "btok",
-    "cmpl", "vs", "modr", "step", "ws", "proj", "project", "pipeline", "job", "trace", "span",
-})
 
 
 def _prefixed_random_tokens(text: str) -> list[CredentialMatch]:
     for m in _PREFIXED_TOKEN.finditer(text):
         first = re.split(r"[_\-]", m.group(1).lower(), maxsplit=1)[0]
-        if first in _ID_PREFIXES or m.group().startswith(PUBLIC_VALUE_PREFIXES):
+        if first in ID_PREFIXES or m.group().startswith(PUBLIC_VALUE_PREFIXES):
             continue
         if _looks_random(m.group(2), strong=True, allow_hex=False):
             return [CredentialMatch("generic_api_token", "API token", *m.span())]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from .credentials import credential_reply, find_credential
+from .credentials import credential_reply, screen_request
 from .gate import margin
 from .lexical import StoredIndex, ceiling_floor, idf, term_ceiling
 from .memory import COMPLETED_KINDS
@@ -52,22 +52,25 @@ def opening_result(
     site_name: str,
     templates: Mapping[str, Mapping[str, str]] | None,
     base: Mapping[str, Any],
-) -> Result | None:
-    """Stages 1 and 2: a pasted credential, then a purely social message, end the turn."""
-    found = find_credential(request.question)
-    if found is None and request.quote:
-        found = find_credential(request.quote)
+) -> tuple[Result | None, AskRequest]:
+    """Stages 1 and 2: a pasted credential, then a purely social message, end the turn.
+
+    Returns the result that ends the turn (or None) and the request the turn goes on with:
+    `screen_request` has dropped a page or history item that carried a credential."""
+    screened = screen_request(request)
+    request = screened.request
+    found = screened.credential
     if found is not None:
         return Result(
             kind="credential",
             markdown=credential_reply(found),
             credential_kind=found.kind,
             **base,
-        )
+        ), request
     social = match_social(request.question, site_name, templates)
     if social is not None:
-        return Result(kind="social", markdown=social.markdown, **base)
-    return None
+        return Result(kind="social", markdown=social.markdown, **base), request
+    return None, request
 
 
 def lexical_signals(

@@ -80,6 +80,9 @@ BROWSER_MODULES = (
     "types",
     "validate",
 )
+# Data files the browser core reads next to its modules (the credential rules, the social
+# phrases): plain data, so any other engine can share them.
+BROWSER_DATA = ("credential_rules.json", "social_phrases.json")
 # Where this package is installed: node_modules/pyodide is also looked for above it.
 PACKAGE_DIR = Path(__file__).resolve().parent
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed, so equal sources give equal wheel bytes
@@ -159,7 +162,8 @@ def find_pyodide(start: Path | None = None) -> PyodideSource:
 
 def _module_sources() -> dict[str, bytes]:
     here = Path(__file__).parent
-    return {name: (here / f"{name}.py").read_bytes() for name in BROWSER_MODULES}
+    sources = {f"{name}.py": (here / f"{name}.py").read_bytes() for name in BROWSER_MODULES}
+    return sources | {name: (here / name).read_bytes() for name in BROWSER_DATA}
 
 
 def _record_hash(data: bytes) -> str:
@@ -177,7 +181,7 @@ def browser_wheel() -> tuple[str, bytes]:
         content.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
     version = f"{__version__}+{content.hexdigest()[:12]}"
     info_dir = f"{WHEEL_DIST}-{version}.dist-info"
-    files = {f"docpilot_runtime/{name}.py": data for name, data in sources.items()}
+    files = {f"docpilot_runtime/{name}": data for name, data in sources.items()}
     files[f"{info_dir}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: {WHEEL_PACKAGE}\nVersion: {version}\n"
         "Summary: DocPilot's browser core (credential check, social openers, lexical "

@@ -123,7 +123,9 @@ class Runtime:
 
         # 1-2. A pasted credential, then a purely social message, end the turn before
         # anything else sees the text.
-        opening = stages.opening_result(request, site.name, self.settings.social_templates, base)
+        opening, request = stages.opening_result(
+            request, site.name, self.settings.social_templates, base
+        )
         if opening is not None:
             return opening
 

@@ -1,5 +1,6 @@
-"""A pasted credential never leaves the browser: the widget checks every question (and
-quote) in its Pyodide worker before any request, and sends nothing when it cannot."""
+"""A pasted credential never leaves the browser: the widget checks every question (its
+quote and the history it sends) in its Pyodide worker before any request, drops a history
+item holding a secret, and sends nothing when the check cannot run."""
 
 from __future__ import annotations
 
@@ -76,3 +77,33 @@ def test_nothing_is_sent_when_the_check_cannot_start(reader: Reader) -> None:
     expect(error).to_contain_text("nothing was sent", timeout=30_000)
     assert reader.api_requests() == []
     assert page.evaluate("sessionStorage.length") == 0
+
+
+def test_a_credential_in_a_history_item_is_dropped_before_anything_is_sent(
+    reader: Reader,
+) -> None:
+    page = reader.page
+    page.goto("/")
+    reader.open_panel()
+    reader.ask(COVERED)
+    reader.wait_answer()
+    # The kept conversation now holds a token in an earlier turn (the reader pasted it into
+    # the stored chat, or an earlier answer quoted one): it must not travel as history.
+    page.evaluate(
+        "(token) => { const chat = JSON.parse(sessionStorage.getItem('docpilot:chat'));"
+        " chat.turns[0].result.markdown += ' Use ' + token;"
+        " sessionStorage.setItem('docpilot:chat', JSON.stringify(chat)); }",
+        FAKE_GITHUB_TOKEN,
+    )
+    page.reload()
+    if not page.locator("#dp-panel").is_visible():
+        reader.open_panel()
+    reader.ask("And how do I exclude a whole folder?")
+    reader.wait_answer(1)
+
+    first, second = reader.asks()  # the turn went on, without the item
+    assert len(first["question"]) > 0 and second["history"] == []
+    for request in reader.requests:
+        assert FAKE_GITHUB_TOKEN not in request.url
+        assert FAKE_GITHUB_TOKEN not in (request.post_data or "")
+    assert FAKE_GITHUB_TOKEN not in page.evaluate("JSON.stringify(sessionStorage)")

@@ -279,7 +279,7 @@ def test_check_finds_a_credential_and_its_span() -> None:
     found = browser.check(question)["credential"]
     assert found is not None
     assert question[found["start"] : found["end"]].startswith("ghp_")
-    assert browser.check("what is a GitHub token?") == {"credential": None}
+    assert browser.check("what is a GitHub token?") == {"credential": None, "dropped": []}
 
 
 def test_passages_treat_list_items_as_their_own_sentences() -> None:

@@ -17,6 +17,7 @@ const WHEELS = join(ROOT, ".cache", "pyodide-wheels");
 const CORE_TESTS = [
   "tests/test_credentials.py",
   "tests/test_social.py",
+  "tests/test_screening.py",
   "tests/test_validate.py",
   "tests/test_memory.py",
   "tests/pyodide",
