@@ -15,7 +15,7 @@ from typing import Any
 
 from .answer_settings import AnswerSettings
 from .index.options import IndexOptions, OptionsError, index_options
-from .providers.base import ProviderSettings, provider_settings
+from .providers.config import ProviderSettings, provider_settings
 from .types import Limits
 from .widget import WIDGET_KEYS, WidgetOptions, widget_options
 
