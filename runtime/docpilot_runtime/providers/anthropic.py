@@ -150,7 +150,7 @@ class AnthropicProvider(HTTPProvider):
     async def read_stream(self, response: httpx.Response, progress: StreamProgress) -> ModelReply:
         """Assemble the reply from message_start ... message_stop, streaming deltas out."""
         stream = _MessageStream(self, progress)
-        async for sse in server_sent_events(response):
+        async for sse in server_sent_events(response, progress.deadlines):
             if await stream.take(sse):
                 return stream.reply()
         if not stream.began:

@@ -26,7 +26,10 @@ class ProviderSettings:
 
     `timeout` is how long to wait for the first byte and then between streamed chunks
     (not a cap on the whole answer, which may stream for longer); `retries` extra tries
-    are made only before any of the answer has streamed.
+    are made only before any of the answer has streamed. `first_token_timeout` and
+    `idle_timeout` bound the wait for the first reply event and then between events;
+    keep-alive comments and pings do not count as events, so a router that only sends
+    them is abandoned and the ladder moves on.
     """
 
     kind: str  # "anthropic" | "openai" (any OpenAI-compatible Chat Completions server)
@@ -38,6 +41,8 @@ class ProviderSettings:
     max_tokens: int = 1500
     retries: int = 1
     effort: str = ""  # "" = the model's default
+    first_token_timeout: float = 30.0
+    idle_timeout: float = 30.0
 
     @property
     def name(self) -> str:
@@ -54,7 +59,10 @@ _SETTING_KEYS = (
     "max_tokens",
     "retries",
     "effort",
+    "first_token_timeout",
+    "idle_timeout",
 )
+MAX_STREAM_TIMEOUT_SECONDS = 600.0
 
 
 def provider_settings(table: Mapping[str, Any], where: str) -> ProviderSettings:
@@ -100,6 +108,10 @@ def provider_settings(table: Mapping[str, Any], where: str) -> ProviderSettings:
         max_tokens=_int_in(table, "max_tokens", 1500, 1, 1_000_000, where),
         retries=_int_in(table, "retries", 1, 0, MAX_RETRIES, where),
         effort=effort,
+        first_token_timeout=_seconds_up_to(
+            table, "first_token_timeout", 30.0, MAX_STREAM_TIMEOUT_SECONDS, where
+        ),
+        idle_timeout=_seconds_up_to(table, "idle_timeout", 30.0, MAX_STREAM_TIMEOUT_SECONDS, where),
     )
 
 
@@ -110,6 +122,15 @@ def _positive_seconds(table: Mapping[str, Any], key: str, default: float, where:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{where}: {key} must be positive seconds, got {value!r}")
     return float(value)
+
+
+def _seconds_up_to(
+    table: Mapping[str, Any], key: str, default: float, high: float, where: str
+) -> float:
+    seconds = _positive_seconds(table, key, default, where)
+    if seconds > high:
+        raise ValueError(f"{where}: {key} must be at most {high:g} seconds, got {seconds:g}")
+    return seconds
 
 
 def _int_in(

@@ -143,7 +143,7 @@ class OpenAIChatProvider(HTTPProvider):
     async def read_stream(self, response: httpx.Response, progress: StreamProgress) -> ModelReply:
         """Assemble the reply from the chunks up to ``data: [DONE]``, streaming deltas out."""
         stream = _ChunkStream(self, progress)
-        async for sse in server_sent_events(response):
+        async for sse in server_sent_events(response, progress.deadlines):
             if sse.data.strip() == "[DONE]":
                 return stream.reply()
             await stream.take(sse)

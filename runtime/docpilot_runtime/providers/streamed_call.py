@@ -25,12 +25,31 @@ from ..upstream import (
 from .config import ProviderSettings
 from .messages import Message, ModelReply, ToolSpec, Usage
 from .protocol import DeltaSink, ErrorKind, ProviderError
+from .sse import StreamDeadlines, StreamStalled
 
 # A reader is waiting for the answer, so retries are few and short: a server asking for a
 # longer pause than MAX_RETRY_WAIT_SECONDS gets none, and the ladder moves on instead.
 RETRY_BACKOFF_SECONDS = 0.25
 MAX_RETRY_WAIT_SECONDS = 2.0
 ERROR_DETAIL_CHARS = 300  # of an upstream error message quoted in ours
+
+# Closes still running after their caller was cancelled again (held so they finish).
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+async def close_even_if_cancelled(response: httpx.Response) -> None:
+    """Close a streamed response so its connection leaves the pool, even under repeated
+    cancellation.
+
+    httpcore shields its close from anyio cancellation, not from a second asyncio
+    ``Task.cancel()``; a turn cancelled twice (the reader left, then the server shut the
+    response down) used to leave the connection ACTIVE in the pool for ever, and ~100 of
+    those filled it. The close runs as its own task, which a cancel of ours cannot stop.
+    """
+    closing = asyncio.ensure_future(response.aclose())
+    _CLOSING.add(closing)
+    closing.add_done_callback(_CLOSING.discard)
+    await asyncio.shield(closing)
 
 
 @dataclass
@@ -40,6 +59,7 @@ class StreamProgress:
     on_delta: DeltaSink | None
     started: bool = False
     usage: Usage = field(default_factory=Usage)
+    deadlines: StreamDeadlines | None = None  # set when the request is sent
 
     async def emit(self, kind: str, text: str) -> None:
         if not text:
@@ -147,19 +167,32 @@ class HTTPProvider:
     ) -> ModelReply | FailedTry:
         """One POST: the reply, or the failure and how long to wait before another try."""
         backoff = RETRY_BACKOFF_SECONDS * attempt
+        progress.deadlines = StreamDeadlines(
+            self.settings.first_token_timeout,
+            self.settings.idle_timeout,
+            asyncio.get_running_loop().time(),
+        )
+        request = self._client.build_request(
+            "POST", self.url, json=body, headers=self._headers, timeout=self._timeout
+        )
         try:
-            async with self._client.stream(
-                "POST",
-                self.url,
-                json=body,
-                headers=self._headers,
-                timeout=self._timeout,
-                auth=self._auth or httpx.USE_CLIENT_DEFAULT,
-            ) as response:
+            response = await self._client.send(
+                request, stream=True, auth=self._auth or httpx.USE_CLIENT_DEFAULT
+            )
+            try:
                 if response.status_code == 200:
                     return await self.read_stream(response, progress)
                 await response.aread()
                 return self._status_failure(response, backoff)
+            finally:
+                await close_even_if_cancelled(response)
+        except StreamStalled as exc:
+            error = self._failure(
+                f"{exc} (keep-alive comments and pings do not count)",
+                kind="timeout",
+                retryable=False,
+            )
+            return FailedTry(error, 0.0)
         except httpx.TimeoutException as exc:
             if isinstance(exc, httpx.ConnectTimeout):
                 what = f"connecting timed out after {self.settings.connect_timeout:g}s"
