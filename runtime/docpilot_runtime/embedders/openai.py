@@ -55,6 +55,8 @@ class OpenAIEmbedder:
             raise EmbedderError(f"embedder 'openai': {exc}") from None
         self._scrub = Scrubber(key)
         self._headers = bearer_headers(key, {"Accept": "application/json"})
+        if key:
+            self._auth = None  # a bearer key and basic auth share one header: the key wins
         self._batch_size = spec.batch_size
         self._timeout = request_timeout(
             spec.timeout, min(MAX_CONNECT_TIMEOUT_SECONDS, spec.timeout)

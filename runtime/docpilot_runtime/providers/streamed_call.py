@@ -98,6 +98,8 @@ class HTTPProvider:
             ) from None
         self._scrub = Scrubber(key)
         self._headers = {"accept": "text/event-stream", **self.request_headers(key)}
+        if "authorization" in self._headers:
+            self._auth = None  # a bearer key and basic auth share one header: the key wins
         self._timeout = request_timeout(settings.timeout, settings.connect_timeout)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.AsyncClient(timeout=self._timeout)
