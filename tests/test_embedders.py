@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import logging
 import shutil
 import socket
 import subprocess
@@ -389,3 +391,22 @@ def test_no_key_variable_sends_no_authorization(server: OpenAIEmbeddingsServer) 
     for embedder in _openai(server.base_url, api_key_env=""):
         embedder.embed_query("local server")
     assert "authorization" not in server.requests[0].headers
+
+
+def test_base_url_userinfo_is_basic_auth_and_never_in_a_log_record_or_error(
+    server: OpenAIEmbeddingsServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # the root logger: httpx, httpcore and ours
+    password = "pw-Embed7Qx2"
+    url = server.base_url.replace("http://", f"http://proxy-user:{password}@", 1)
+    for embedder in _openai(url, api_key_env=""):
+        assert embedder.embed_query("hello").shape == (64,)
+    sent = base64.b64encode(f"proxy-user:{password}".encode()).decode()
+    assert server.requests[0].headers["authorization"] == f"Basic {sent}"
+    down = closed_port_url().replace("http://", f"http://proxy-user:{password}@", 1)
+    with pytest.raises(EmbedderError) as caught:
+        for embedder in _openai(down, api_key_env=""):
+            embedder.embed_query("hello")
+    assert any(record.name == "httpx" for record in caplog.records)
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert password not in logged and password not in str(caught.value)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import logging
 import socket
 import time
 import traceback
@@ -23,6 +25,7 @@ from docpilot_runtime.providers import (
     provider_settings,
 )
 from docpilot_runtime.providers.pricing import PRICES, price_row, row_cost_micro_usd
+from docpilot_runtime.upstream import redact_userinfo
 from servers.anthropic_messages import (
     AnthropicServer,
     Fault,
@@ -766,3 +769,55 @@ def test_haiku_5_5_prompts_over_100k_tokens_pay_the_long_prompt_rate() -> None:
 def test_fractions_of_a_micro_dollar_round_up() -> None:
     assert cost_micro_usd("gpt-5-nano", Usage(input_tokens=1)) == 1
     assert cost_micro_usd("gpt-5-nano", Usage()) == 0
+
+
+USERINFO_PASSWORD = "pw-Hq7dK2mX9vL4"
+
+
+def userinfo_url(base_url: str) -> str:
+    return base_url.replace("http://", f"http://router-user:{USERINFO_PASSWORD}@", 1)
+
+
+def test_base_url_userinfo_goes_as_basic_auth_and_never_into_a_log_record(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # the root logger: httpx, httpcore and ours
+    with serve(kind, Reply(text="ok")) as server:
+        settings = settings_for(kind, server, base_url=userinfo_url(server.base_url))
+        assert complete(settings).text == "ok"
+        assert USERINFO_PASSWORD not in repr(make_provider(settings))
+    expected = base64.b64encode(f"router-user:{USERINFO_PASSWORD}".encode()).decode()
+    # Anthropic's key travels in x-api-key, so the userinfo is sent as basic auth;
+    # OpenAI's travels in Authorization, where a configured key wins.
+    wanted = f"Basic {expected}" if kind == "anthropic" else f"Bearer {SECRET}"
+    assert server.requests[0].headers["authorization"] == wanted
+    assert any(record.name == "httpx" for record in caplog.records)  # the URL was logged
+    logged = "\n".join(f"{r.name} {r.getMessage()}" for r in caplog.records)
+    assert USERINFO_PASSWORD not in logged
+    assert "router-user" not in logged
+
+
+def test_an_unreachable_userinfo_url_is_named_without_its_password(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = userinfo_url(f"http://127.0.0.1:{port}")
+    settings = ProviderSettings(kind=kind, base_url=url, model=MODELS[kind], retries=0)
+    with pytest.raises(ProviderError) as caught:
+        complete(settings)
+    assert caught.value.kind == "connection" and f"127.0.0.1:{port}" in str(caught.value)
+    text = "\n".join(
+        [str(caught.value), *traceback.format_exception(caught.value)]
+        + [r.getMessage() for r in caplog.records]
+    )
+    assert USERINFO_PASSWORD not in text
+
+
+def test_redact_userinfo_hides_every_credential_part_of_a_url() -> None:
+    text = "to https://u:p%40ss@host/v1 and http://token@h2:8080/x, not mailto a@b"
+    assert (
+        redact_userinfo(text) == "to https://***@host/v1 and http://***@h2:8080/x, not mailto a@b"
+    )

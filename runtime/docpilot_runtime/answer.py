@@ -12,6 +12,7 @@ as `passages`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -254,13 +255,26 @@ async def ask_providers(
     emit_delta: Callable[[str], Awaitable[None]],
     progress: Progress,
 ) -> Answer | None:
-    """The answer ladder: each provider in order until one answers; None if none did."""
+    """The answer ladder: each provider in order until one answers; None if none did,
+    or if `settings.turn_deadline` passed first (the provider being asked is abandoned)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + settings.turn_deadline
     for provider in providers:
         run = ProviderRun(
             provider, retrieval, question, memory, page, settings, http, emit_delta, progress
         )
         try:
-            return await run.run()
+            async with asyncio.timeout_at(deadline):
+                return await run.run()
+        except TimeoutError:
+            log.warning(
+                "provider %s:%s still answering at the turn deadline (%gs, turn_deadline); "
+                "settling as passages",
+                provider.kind,
+                provider.model,
+                settings.turn_deadline,
+            )
+            return None
         except (ProviderError, NoAnswer, httpx.HTTPError) as exc:
             log.warning(
                 "provider %s:%s gave no answer (%s); next on the ladder",

@@ -35,8 +35,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import Scope
+from starlette.types import Receive, Scope
 
+from .disconnect import cancel_on_disconnect, cancel_once, unless_disconnected
 from .settings import Settings
 from .turn import Event, EventSink, Runtime, load_runtime
 from .types import AskRequest, RequestError, Result, parse_ask_request
@@ -58,6 +59,7 @@ FEEDBACK_BODY_BYTES = 16_384
 STATIC_TYPES = {".wasm": "application/wasm", ".mjs": "text/javascript"}
 
 SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+CLIENT_CLOSED_REQUEST = 499  # the status nginx logs for a client that left mid-request
 GENERIC_FAILURE = "Something went wrong while answering; please try again."
 
 
@@ -180,10 +182,12 @@ def sse(event: Event) -> str:
     return f"event: {event.name}\ndata: {data}\n\n"
 
 
-async def stream_turn(runtime: Runtime, request: AskRequest) -> AsyncIterator[str]:
+async def stream_turn(
+    runtime: Runtime, request: AskRequest, receive: Receive
+) -> AsyncIterator[str]:
     """The turn as SSE: events the runtime emits go onto a queue this generator drains,
     so `progress` reaches the reader while the turn is still running; `answer` (or
-    `error`) is always the last event."""
+    `error`) is always the last event. A reader who goes away cancels the turn."""
     queue: asyncio.Queue[Event | None] = asyncio.Queue()
 
     async def emit(event: Event) -> None:
@@ -200,15 +204,15 @@ async def stream_turn(runtime: Runtime, request: AskRequest) -> AsyncIterator[st
             await queue.put(None)
 
     task = asyncio.create_task(run())
+    watcher = cancel_on_disconnect(receive, task)
     try:
         while (event := await queue.get()) is not None:
             yield sse(event)
     finally:
         # The reader went away mid-turn: stop the turn rather than finish it for nobody.
-        if not task.done():
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        watcher.cancel()
+        cancel_once(task)
+        await asyncio.wait({task})
 
 
 def wants_stream(request: Request) -> bool:
@@ -305,13 +309,19 @@ async def ask(request: Request) -> Response:
         return error_response(exc, 400)
     if wants_stream(request):
         return StreamingResponse(
-            stream_turn(runtime, ask_request), media_type="text/event-stream", headers=SSE_HEADERS
+            stream_turn(runtime, ask_request, request.receive),
+            media_type="text/event-stream",
+            headers=SSE_HEADERS,
         )
     try:
-        result = await answer_turn(runtime, ask_request, None)
+        result = await unless_disconnected(
+            request.receive, answer_turn(runtime, ask_request, None)
+        )
     except Exception as exc:
         log_failure(exc)
         return JSONResponse({"error": {"status": 500, "message": GENERIC_FAILURE}}, 500)
+    if result is None:  # nobody is left to read it
+        return Response(status_code=CLIENT_CLOSED_REQUEST)
     return JSONResponse(result.to_dict(), headers={"Cache-Control": "no-store"})
 
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .answer_settings import AnswerSettings
+from .answer_settings import AnswerSettings, turn_deadline
 from .index.options import IndexOptions, OptionsError, index_options
-from .providers.base import ProviderSettings, provider_settings
+from .providers.config import ProviderSettings, provider_settings
 from .types import Limits
 from .widget import WIDGET_KEYS, WidgetOptions, widget_options
 
@@ -74,7 +74,7 @@ def _social(raw: dict[str, Any], file: Path) -> dict[str, dict[str, str]]:
 
 
 _TABLES = {"index", "server", "providers", "embedder", "answer", "social"}
-_ANSWER_KEYS = {"max_steps", "tentative_below", "max_answer_chars"}
+_ANSWER_KEYS = {"max_steps", "tentative_below", "max_answer_chars", "turn_deadline"}
 
 
 def _providers(raw: dict[str, Any], file: Path) -> tuple[ProviderSettings, ...]:
@@ -94,6 +94,11 @@ def _answer(raw: dict[str, Any], file: Path) -> AnswerSettings:
     unknown = set(table) - _ANSWER_KEYS
     if unknown:
         raise SettingsError(f"{file}: unknown key(s) {sorted(unknown)} in [answer]")
+    try:
+        deadline = turn_deadline(table, f"{file}: [answer]")
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    table = {key: value for key, value in table.items() if key != "turn_deadline"}
     for key, value in table.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise SettingsError(f"{file}: [answer] {key} must be a non-negative integer")
@@ -101,7 +106,7 @@ def _answer(raw: dict[str, Any], file: Path) -> AnswerSettings:
         raise SettingsError(f"{file}: [answer] max_steps must be at least 1")
     if table.get("max_answer_chars", 200) < 200:
         raise SettingsError(f"{file}: [answer] max_answer_chars must be at least 200")
-    return AnswerSettings(**table)
+    return AnswerSettings(**table, turn_deadline=deadline)
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:

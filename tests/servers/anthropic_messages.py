@@ -24,7 +24,7 @@ import json
 import socket
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, Literal
@@ -66,7 +66,15 @@ class Reply:
 
 
 FaultKind = Literal[
-    "status", "stall", "stall_mid_stream", "drop", "malformed", "truncated", "stream_error"
+    "status",
+    "stall",
+    "stall_mid_stream",
+    "drop",
+    "malformed",
+    "truncated",
+    "stream_error",
+    "keepalive",
+    "slow",
 ]
 
 
@@ -80,6 +88,12 @@ class Fault:
     mid-body. malformed: stream `partial_text`, then an event whose JSON is cut off.
     truncated: stream `partial_text`, then end the body cleanly without the closing events.
     stream_error: open the stream, then send the vendor's error event (`error_type`).
+    keepalive: open the stream and send only ``: keep-alive`` comments, one per
+    `interval`, for `seconds` (as hosted routers do while a request is queued).
+    slow: open the stream, then send `partial_text` again and again, one chunk per
+    `interval`, for `seconds` or until the client closes the stream.
+    The last two end early when the client goes away; `ScriptedServer.closed_by_client`
+    records it.
     """
 
     kind: FaultKind
@@ -89,6 +103,7 @@ class Fault:
     seconds: float = STALL_SECONDS
     partial_text: str = "Partial answer that never finishes"
     error_type: str = "overloaded_error"
+    interval: float = 0.02  # keepalive, slow: seconds between writes
 
 
 Step = Reply | Fault
@@ -175,6 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._serve(owner, answer, body)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up first (a timeout test)
+            owner.record_closed(answer.number)
 
     def _serve(self, owner: ScriptedServer, answer: Answer, body: dict[str, Any]) -> None:
         step = answer.step
@@ -192,7 +208,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self._start_stream()
+        owner.record_started(answer.number)
+        if step.kind == "keepalive":
+            self._write_until_closed(owner, step, [": keep-alive\n\n"])
+            return
         opening = owner.opening_events(answer.number, body)
+        if step.kind == "slow":
+            for event in opening:
+                self._write_event(event)
+            events = owner.text_events(step.partial_text, answer.number, body)
+            # Never the closing event: the text goes on (its last delta repeats).
+            pieces = [event for event in events if "content_block_stop" not in event]
+            self._write_until_closed(owner, step, pieces)
+            return
         if step.kind == "stream_error":
             for event in [*opening, owner.error_event(step.error_type)]:
                 self._write_event(event)
@@ -209,6 +237,18 @@ class _Handler(BaseHTTPRequestHandler):
             if step.kind == "stall_mid_stream":
                 owner.hold(step.seconds)
             self.close_connection = True
+
+    def _write_until_closed(self, owner: ScriptedServer, step: Fault, events: list[str]) -> None:
+        """Write `events` in order, then the last one again and again, one per
+        `step.interval`, for `step.seconds`; a client that closes the stream ends it
+        with BrokenPipe/ConnectionReset."""
+        rounds = max(1, int(step.seconds / step.interval))
+        for turn in range(rounds):
+            if owner.stopping:
+                break
+            self._write_event(events[min(turn, len(events) - 1)])
+            owner.hold(step.interval)
+        self.close_connection = True
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
         data = json.dumps(payload).encode()
@@ -264,6 +304,10 @@ class ScriptedServer:
         self.chunk_chars = chunk_chars
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        # Request numbers whose stream opened / that the client closed before it ended.
+        self.started_streams: set[int] = set()
+        self.closed_by_client: set[int] = set()
+        self._changed = threading.Condition()
         self._httpd = _HTTPServer(self)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -298,6 +342,26 @@ class ScriptedServer:
             self._thread.join()
         self._httpd.close_connections()
         self._httpd.server_close()  # joins the request threads
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def record_started(self, number: int) -> None:
+        with self._changed:
+            self.started_streams.add(number)
+            self._changed.notify_all()
+
+    def record_closed(self, number: int) -> None:
+        with self._changed:
+            self.closed_by_client.add(number)
+            self._changed.notify_all()
+
+    def wait_until(self, condition: Callable[[ScriptedServer], bool], timeout: float) -> bool:
+        """Block until `condition(self)` holds (re-checked whenever a stream opens or is
+        closed by its client), or `timeout` passes; whether it held."""
+        with self._changed:
+            return self._changed.wait_for(lambda: condition(self), timeout)
 
     def hold(self, seconds: float) -> None:
         """Wait `seconds`, or less if the server is stopping (never sleeps past a test)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -11,6 +9,16 @@ from typing import Any
 import httpx
 import numpy as np
 
+from ..upstream import (
+    MissingKey,
+    Scrubber,
+    bearer_headers,
+    key_from_env,
+    request_timeout,
+    retry_after_seconds,
+    split_userinfo,
+    upstream_error_message,
+)
 from .base import EmbedderError, EmbedderSpec, FloatArray, check_texts, l2_normalise_rows
 
 MAX_TRIES = 3
@@ -36,22 +44,22 @@ class OpenAIEmbedder:
         self.model = spec.model
         self.dims = spec.dims
         _check_spec(spec)
-        self._base_url = spec.base_url.rstrip("/")
+        # Userinfo in base_url becomes basic auth, so the URL that httpx logs carries none.
+        base_url, self._auth = split_userinfo(spec.base_url)
+        self._base_url = base_url.rstrip("/")
         self._url = f"{self._base_url}/embeddings"
         self._api_key_env = spec.api_key_env
-        self._headers = {"Accept": "application/json"}
-        self._key = ""
-        if spec.api_key_env:
-            self._key = os.environ.get(spec.api_key_env, "")
-            if not self._key:
-                raise EmbedderError(
-                    f"embedder 'openai': environment variable {spec.api_key_env} "
-                    "(named by api_key_env) is not set or empty"
-                )
-            self._headers["Authorization"] = f"Bearer {self._key}"
+        try:
+            key = key_from_env(spec.api_key_env)
+        except MissingKey as exc:
+            raise EmbedderError(f"embedder 'openai': {exc}") from None
+        self._scrub = Scrubber(key)
+        self._headers = bearer_headers(key, {"Accept": "application/json"})
+        if key:
+            self._auth = None  # a bearer key and basic auth share one header: the key wins
         self._batch_size = spec.batch_size
-        self._timeout = httpx.Timeout(
-            spec.timeout, connect=min(MAX_CONNECT_TIMEOUT_SECONDS, spec.timeout)
+        self._timeout = request_timeout(
+            spec.timeout, min(MAX_CONNECT_TIMEOUT_SECONDS, spec.timeout)
         )
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client(timeout=self._timeout)
@@ -139,7 +147,11 @@ class OpenAIEmbedder:
             backoff = BACKOFF_SECONDS * 2 ** (attempt - 1)
             try:
                 response = self._client.post(
-                    self._url, json=payload, headers=self._headers, timeout=self._timeout
+                    self._url,
+                    json=payload,
+                    headers=self._headers,
+                    timeout=self._timeout,
+                    auth=self._auth or httpx.USE_CLIENT_DEFAULT,
                 )
             except httpx.TransportError as exc:
                 if attempt == MAX_TRIES:
@@ -153,7 +165,7 @@ class OpenAIEmbedder:
                 return response
             retryable = response.status_code == 429 or response.status_code >= 500
             if retryable and attempt < MAX_TRIES:
-                time.sleep(_retry_after(response, backoff))
+                time.sleep(retry_after_seconds(response, backoff, MAX_RETRY_AFTER_SECONDS))
                 continue
             raise EmbedderError(self._status_message(response, what, attempt))
         raise AssertionError("unreachable: the last try returns or raises")
@@ -170,17 +182,8 @@ class OpenAIEmbedder:
             return f"{head}: it wants a key; set api_key_env to the variable holding one"
         if status == 404:
             return f"{head}: check base_url and model {self.model!r}"
-        detail = response.text
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        if isinstance(body, dict) and isinstance(body.get("error"), dict):
-            detail = str(body["error"].get("message", detail))
+        detail = upstream_error_message(response)
         return f"{head}: {self._scrub(detail)[:300]}"
-
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
 
 
 def _check_spec(spec: EmbedderSpec) -> None:
@@ -204,14 +207,3 @@ def _check_spec(spec: EmbedderSpec) -> None:
         raise EmbedderError(
             f"embedder 'openai': timeout must be positive seconds, got {spec.timeout}"
         )
-
-
-def _retry_after(response: httpx.Response, default: float) -> float:
-    """Seconds to wait before retrying: the server's Retry-After if it gives one, capped."""
-    try:
-        seconds = float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return default
-    if not math.isfinite(seconds) or seconds < 0:
-        return default
-    return min(seconds, MAX_RETRY_AFTER_SECONDS)

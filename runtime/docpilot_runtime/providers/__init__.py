@@ -12,21 +12,11 @@ from __future__ import annotations
 import httpx
 
 from .anthropic import AnthropicProvider
-from .base import (
-    PROVIDER_KINDS,
-    DeltaSink,
-    Message,
-    ModelReply,
-    Provider,
-    ProviderError,
-    ProviderSettings,
-    ToolCall,
-    ToolSpec,
-    Usage,
-    provider_settings,
-)
+from .config import PROVIDER_KINDS, ProviderSettings, provider_settings
+from .messages import Message, ModelReply, ToolCall, ToolSpec, Usage
 from .openai import OpenAIChatProvider
 from .pricing import cost_micro_usd
+from .protocol import DeltaSink, Provider, ProviderError
 
 __all__ = [
     "PROVIDER_KINDS",

@@ -14,22 +14,20 @@ from typing import Any
 
 import httpx
 
-from .base import (
+from .messages import (
     STOP_END,
     STOP_MAX_TOKENS,
     STOP_REFUSAL,
     STOP_TOOL_USE,
-    HTTPProvider,
     Message,
     ModelReply,
-    ServerSentEvent,
-    StreamProgress,
     ToolCall,
     ToolSpec,
     Usage,
     parse_tool_arguments,
-    server_sent_events,
 )
+from .sse import ServerSentEvent, server_sent_events
+from .streamed_call import HTTPProvider, StreamProgress
 
 ANTHROPIC_VERSION = "2023-06-01"
 # Error events worth another try when nothing has streamed yet (the others are our fault).
@@ -152,7 +150,7 @@ class AnthropicProvider(HTTPProvider):
     async def read_stream(self, response: httpx.Response, progress: StreamProgress) -> ModelReply:
         """Assemble the reply from message_start ... message_stop, streaming deltas out."""
         stream = _MessageStream(self, progress)
-        async for sse in server_sent_events(response):
+        async for sse in server_sent_events(response, progress.deadlines):
             if await stream.take(sse):
                 return stream.reply()
         if not stream.began:

@@ -17,22 +17,21 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .base import (
+from ..upstream import bearer_headers
+from .messages import (
     STOP_END,
     STOP_MAX_TOKENS,
     STOP_REFUSAL,
     STOP_TOOL_USE,
-    HTTPProvider,
     Message,
     ModelReply,
-    ServerSentEvent,
-    StreamProgress,
     ToolCall,
     ToolSpec,
     Usage,
     parse_tool_arguments,
-    server_sent_events,
 )
+from .sse import ServerSentEvent, server_sent_events
+from .streamed_call import HTTPProvider, StreamProgress
 
 _STOP_REASONS = {
     "stop": STOP_END,
@@ -112,10 +111,7 @@ class OpenAIChatProvider(HTTPProvider):
         return f"{self._base_url}/chat/completions"
 
     def request_headers(self, key: str) -> dict[str, str]:
-        headers = {"content-type": "application/json"}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        return headers
+        return bearer_headers(key, {"content-type": "application/json"})
 
     def request_body(
         self,
@@ -147,7 +143,7 @@ class OpenAIChatProvider(HTTPProvider):
     async def read_stream(self, response: httpx.Response, progress: StreamProgress) -> ModelReply:
         """Assemble the reply from the chunks up to ``data: [DONE]``, streaming deltas out."""
         stream = _ChunkStream(self, progress)
-        async for sse in server_sent_events(response):
+        async for sse in server_sent_events(response, progress.deadlines):
             if sse.data.strip() == "[DONE]":
                 return stream.reply()
             await stream.take(sse)

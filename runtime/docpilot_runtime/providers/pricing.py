@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from .base import Usage
+from .messages import Usage
 
 ANTHROPIC_CACHE_WRITE_FACTOR = Decimal("1.25")
 
