@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .settings_schema import ANSWER
+
+_DEFAULTS = ANSWER.defaults()
+
 
 @dataclass(frozen=True)
 class AnswerSettings:
-    max_steps: int = 4  # model calls per provider per turn
-    tentative_below: int = 50  # a cited answer whose model confidence is lower is tentative
-    max_answer_chars: int = 6000
+    """Defaults, ranges and docs are the schema's (`settings_schema.ANSWER`)."""
+
+    max_steps: int = _DEFAULTS["max_steps"]  # model calls per provider per turn
+    tentative_below: int = _DEFAULTS["tentative_below"]  # lower model confidence: tentative
+    max_answer_chars: int = _DEFAULTS["max_answer_chars"]
