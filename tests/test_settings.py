@@ -299,3 +299,16 @@ def test_readme_widget_example_uses_schema_keys_and_defaults() -> None:
         key = re.match(r"\s+(\w+):", line)
         if key:
             assert key.group(1) in WIDGET.names(), key.group(1)
+
+
+def test_loading_settings_loads_neither_the_widget_installer_nor_mkdocs_nor_lxml() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, docpilot_runtime.settings\n"
+        "print(sorted(m for m in ('docpilot_runtime.static_assets', 'docpilot_runtime.browser',"
+        " 'mkdocs', 'lxml') if m in sys.modules))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"

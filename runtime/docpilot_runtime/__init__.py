@@ -10,14 +10,16 @@ The public API (the `docpilot` CLI and the MkDocs plugin wrap the same functions
     result = dp.ask(runtime, "How do I exclude a page?")
     app = dp.create_app("site/", settings)            # a Starlette app
 
-Names are imported on first use (PEP 562), so `import docpilot_runtime` stays cheap.
+Names are imported on first use (PEP 562), so `import docpilot_runtime` stays cheap, and
+the browser wheel (which ships this file) pulls in nothing from it. For typed use,
+import from the owning module (`docpilot_runtime.api`, `.settings`, `.turn`, `.types`).
 Nothing here imports MkDocs; `mkdocs_docpilot` is a thin adapter over this package.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -61,18 +63,6 @@ __all__ = [
     "load_runtime",
     "load_settings",
 ]
-
-if TYPE_CHECKING:
-    from .api import IndexResult, ask, create_app, index_built_site, load_runtime
-    from .bundle import BundleError
-    from .index.build import BuildError
-    from .index.options import IndexOptions
-    from .schema import OptionsError
-    from .settings import Settings, SettingsError, load_settings
-    from .turn import Runtime
-    from .types import AskRequest, RequestError, Result
-    from .widget import WidgetOptions
-
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)

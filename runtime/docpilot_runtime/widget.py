@@ -18,7 +18,6 @@ from typing import Any
 
 from .schema import OptionsError
 from .settings_schema import WIDGET
-from .static_assets import install_browser_runtime
 
 WIDGET_DIR = "docpilot"  # under site_dir, next to the bundle
 WIDGET_SCRIPT = "docpilot.js"
@@ -161,6 +160,9 @@ def install_widget(
     the in-browser credential check (in every mode) and, in static mode, the static index.
     Raises BrowserRuntimeError (naming the ways to provide Pyodide) when it is missing:
     without it the widget would send nothing."""
+    # Imported here: loading settings (which carry WidgetOptions) must not load the installer.
+    from .static_assets import install_browser_runtime
+
     copy_widget(site_dir)
     install_browser_runtime(
         site_dir, options.pyodide_url or None, log=log, static_mode=options.static_mode
