@@ -5,8 +5,13 @@ This module is the one source of names, defaults, ranges and docs. The dataclass
 carry the values (`IndexOptions`, `WidgetOptions`, `Settings`' parts), the MkDocs
 `config.py`, the widget's JS defaults and the reference pages are held equal to it by
 `tests/test_settings.py`; the reference tables are generated from it
-(`python -m docpilot_runtime.settings_docs`). Adding a key is one `Key(...)` line here
-plus the field that carries it.
+(`python -m docpilot_runtime.settings_docs`).
+
+Adding a key: one `Key(name, kind, default, doc, low=/high=/choices=/prefixes=)` line in
+its table, the field that carries it (`[server]` keys land in `types.Limits`, `[answer]`
+in `AnswerSettings`, `[embedder]` in `settings.QueryEmbedderSettings`), then regenerate
+the reference tables. Adding a table: a `Table` here, an entry in `TABLES`, a reader in
+`settings.parse_settings`, and a `<!-- schema: NAME -->` block (`settings_docs.TABLES`).
 """
 
 from __future__ import annotations
