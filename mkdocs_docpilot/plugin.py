@@ -113,13 +113,12 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         if not self.config.enabled or self.options is None:
             return
-        pages = sorted(self.pages, key=lambda p: p.url)
         try:
             result = index_built_site(
                 config.site_dir,
                 self.options,
                 self.widget_options,
-                pages=pages,
+                pages=self.pages,
                 embedder=self._load_embedder(self.options),
                 tag_pages=False,  # on_post_page tagged each page as MkDocs wrote it
                 warn=log.warning,

@@ -301,6 +301,23 @@ def test_index_names_the_site_from_its_html_not_its_folder(
     assert "site documentation" not in refusal["markdown"]
 
 
+def test_docpilot_index_writes_the_plugins_bundle_byte_for_byte(
+    example_site: Path, tmp_path: Path
+) -> None:
+    """The plugin and `docpilot index` are wrappers over one function: given the same
+    built site and the same options, they write the same bundle."""
+    site = tmp_path / "site"
+    shutil.copytree(example_site, site)
+    config = tmp_path / "docpilot.toml"
+    config.write_text(
+        f'[index]\nwidget = false\ncache_dir = "{tmp_path / "cache"}"\n', encoding="utf-8"
+    )
+    run = docpilot("index", str(site), "--config", str(config))
+    assert run.returncode == 0, run.stderr
+    plugin = (example_site / "docpilot" / "bundle.msgpack").read_bytes()
+    assert (site / "docpilot" / "bundle.msgpack").read_bytes() == plugin
+
+
 @pytest.mark.parametrize(
     ("pages", "name"),
     [

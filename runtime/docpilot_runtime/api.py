@@ -70,7 +70,8 @@ def index_built_site(
 ) -> IndexResult:
     """Write the bundle for an already built site and install the reader's widget.
 
-    ``pages`` defaults to every HTML file under ``site_dir``. With ``tag_pages`` the
+    ``pages`` defaults to every HTML file under ``site_dir``; they are indexed in URL
+    order whoever lists them. With ``tag_pages`` the
     widget's tags are added to every page here; the plugin passes False because it adds
     them while MkDocs writes each page. Raises BuildError, EmbedderError or
     BrowserRuntimeError naming what is wrong.
@@ -78,11 +79,12 @@ def index_built_site(
     site = Path(site_dir)
     options = options or IndexOptions()
     widget = widget or WidgetOptions()
-    report = index_site(site, options, pages=pages, embedder=embedder, warn=warn)
+    # One order for every caller, so the plugin and `docpilot index` write the same bytes.
+    all_pages = sorted(collect_pages(site) if pages is None else pages, key=lambda p: p.url)
+    report = index_site(site, options, pages=all_pages, embedder=embedder, warn=warn)
     if not widget.widget:
         return IndexResult(report, widget=False)
     tagged = None
-    all_pages = list(pages) if pages is not None else collect_pages(site)
     if tag_pages:
         config = widget_config(widget, options.actions, page_language(all_pages), "[index]")
         tagged = inject_built_site(site, [(p.path, p.url) for p in all_pages], config)
