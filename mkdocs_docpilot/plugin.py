@@ -16,20 +16,15 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from docpilot_runtime.api import index_built_site
 from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
-from docpilot_runtime.index.build import BuildError, PageSource, index_site, page_url
-from docpilot_runtime.index.options import IndexOptions, OptionsError, index_options
+from docpilot_runtime.index.build import BuildError, PageSource, page_url
+from docpilot_runtime.index.options import IndexOptions
+from docpilot_runtime.schema import OptionsError
+from docpilot_runtime.settings import build_options
+from docpilot_runtime.settings_schema import PLUGIN
 from docpilot_runtime.static_assets import BrowserRuntimeError
-from docpilot_runtime.widget import (
-    WIDGET_KEYS,
-    WidgetOptions,
-    inject,
-    install_widget,
-    script_src,
-    widget_config,
-    widget_options,
-    widget_tags,
-)
+from docpilot_runtime.widget import WidgetOptions, inject, script_src, widget_config, widget_tags
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
@@ -66,21 +61,18 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
         if not self.config.enabled:
             return config
+        # Unknown options stay MkDocs' warning (an error under --strict), as documented.
         values: dict[str, Any] = {
-            "embedder": self.config.embedder,
-            "max_section_chars": self.config.max_section_chars,
-            "exclude": self.config.exclude,
-            "cache_dir": str(Path(config.config_file_path or ".").parent / self.config.cache_dir),
-            "site_name": config.site_name,
-            "site_url": config.site_url or "",
-            "tools": self.config.tools,
-            "actions": self.config.actions,
+            k: v for k, v in self.config.items() if k in PLUGIN.names() and k != "enabled"
         }
-        widget_values = {key: self.config[key] for key in WIDGET_KEYS}
+        values["cache_dir"] = str(
+            Path(config.config_file_path or ".").parent / self.config.cache_dir
+        )
+        values["site_name"] = config.site_name
+        values["site_url"] = config.site_url or ""
         language = str(config.theme.get("language") or "")
         try:
-            self.options = index_options(values, WHERE)
-            self.widget_options = widget_options(widget_values, WHERE)
+            self.options, self.widget_options = build_options(values, WHERE)
             self.widget = (
                 widget_config(self.widget_options, self.options.actions, language, WHERE)
                 if self.widget_options.widget
@@ -121,18 +113,18 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         if not self.config.enabled or self.options is None:
             return
-        pages = sorted(self.pages, key=lambda p: p.url)
         try:
-            embedder = self._load_embedder(self.options)
-            report = index_site(
-                config.site_dir, self.options, pages=pages, embedder=embedder, warn=log.warning
+            result = index_built_site(
+                config.site_dir,
+                self.options,
+                self.widget_options,
+                pages=self.pages,
+                embedder=self._load_embedder(self.options),
+                tag_pages=False,  # on_post_page tagged each page as MkDocs wrote it
+                warn=log.warning,
+                log=log.info,
             )
-        except (BuildError, EmbedderError) as exc:
+        except (BuildError, EmbedderError, BrowserRuntimeError) as exc:
+            # Without Pyodide the widget sends nothing (it cannot check for secrets).
             raise PluginError(f"DocPilot: {exc}") from None
-        log.info(report.summary())
-        if self.widget is not None:
-            try:
-                install_widget(Path(config.site_dir), self.widget_options, log=log.info)
-            except BrowserRuntimeError as exc:
-                # Without Pyodide the widget sends nothing (it cannot check for secrets).
-                raise PluginError(f"DocPilot: {exc}") from None
+        log.info(result.summary())

@@ -338,11 +338,11 @@ def test_bad_site_tool_declarations_are_rejected_naming_the_problem(
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"title": 3}, "'title' has the wrong type"),
-        ({"suggested_questions": "one"}, "'suggested_questions' has the wrong type"),
+        ({"title": 3}, "title must be a string, got 3"),
+        ({"suggested_questions": "one"}, "suggested_questions must be a list of strings"),
         ({"endpoint": "ftp://x"}, "'endpoint' must start with"),
-        ({"position": "top"}, "'position'"),
-        ({"colour": "red"}, "unknown widget key"),
+        ({"position": "top"}, "position must be one of"),
+        ({"colour": "red"}, "unknown key 'colour'"),
     ],
 )
 def test_bad_widget_options_are_rejected_naming_the_key(values: dict[str, object], message: str) -> None:

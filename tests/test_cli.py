@@ -20,8 +20,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import msgpack
 import pytest
 from docpilot_runtime.cli import ask_lines, format_result
+from docpilot_runtime.index.site_name import site_name_from_pages
 from docpilot_runtime.turn import Runtime, load_runtime
 from docpilot_runtime.types import Citation, PageRef, Result
 
@@ -233,6 +235,142 @@ def test_serve_with_a_bad_settings_file_exits_2_naming_it(
     run = docpilot("serve", str(example_site), "--config", str(config))
     assert run.returncode == 2
     assert str(config) in run.stderr and "max_body_bites" in run.stderr
+
+
+@pytest.mark.parametrize("verb", ["serve", "ask"])
+def test_misspelt_settings_key_exits_2_naming_the_key_and_the_nearest(
+    verb: str, example_site: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "docpilot.toml"
+    config.write_text('[embedder]\nbase_urll = "http://127.0.0.1:1/v1"\n', encoding="utf-8")
+    args = ["--port", "1"] if verb == "serve" else ["hello"]
+    run = docpilot(verb, str(example_site), *args, "--config", str(config))
+    assert run.returncode == 2
+    assert run.stderr == (
+        f"docpilot: error: {config} [embedder]: unknown key 'base_urll'; did you mean base_url?\n"
+    )
+
+
+def test_settings_value_of_the_wrong_type_exits_2_naming_the_key(
+    example_site: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "docpilot.toml"
+    config.write_text('[embedder]\ntimeout = "ten"\n', encoding="utf-8")
+    run = docpilot("ask", str(example_site), "hello", "--config", str(config))
+    assert run.returncode == 2
+    assert "timeout must be a positive number of seconds, got 'ten'" in run.stderr
+    assert "Traceback" not in run.stderr and len(run.stderr.splitlines()) == 1
+
+
+def test_ask_with_a_bundle_of_another_format_exits_2_in_one_line(
+    example_site: Path, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(example_site, site)
+    bundle = site / "docpilot" / "bundle.msgpack"
+    data = msgpack.unpackb(bundle.read_bytes(), raw=False)
+    data["format"] = "someone-elses-bundle"
+    bundle.write_bytes(msgpack.packb(data, use_bin_type=True))
+    run = docpilot("ask", str(site), "How do I exclude a page?")
+    assert run.returncode == 2
+    assert run.stderr.startswith(f"docpilot: error: {bundle}")
+    assert "Traceback" not in run.stderr and len(run.stderr.splitlines()) == 1
+
+
+# ---------------------------------------------------------------------- index
+
+
+def test_index_names_the_site_from_its_html_not_its_folder(
+    example_site: Path, tmp_path: Path
+) -> None:
+    """example-site's pages say "Page - DocPilot"; the folder is called "site"."""
+    site = tmp_path / "site"
+    shutil.copytree(example_site, site)
+    config = tmp_path / "docpilot.toml"
+    config.write_text(
+        f'[index]\nwidget = false\nembedder = "none"\ncache_dir = "{tmp_path / "cache"}"\n',
+        encoding="utf-8",
+    )
+    run = docpilot("index", str(site), "--config", str(config))
+    assert run.returncode == 0, run.stderr
+    data = msgpack.unpackb((site / "docpilot" / "bundle.msgpack").read_bytes(), raw=False)
+    assert data["site"]["name"] == "DocPilot"
+    refusal = ask_json(site, OFF_TOPIC)
+    assert refusal["kind"] == "refusal"
+    assert "The DocPilot documentation" in refusal["markdown"]
+    assert "site documentation" not in refusal["markdown"]
+
+
+def test_docpilot_index_writes_the_plugins_bundle_byte_for_byte(
+    example_site: Path, tmp_path: Path
+) -> None:
+    """The plugin and `docpilot index` are wrappers over one function: given the same
+    built site and the same options, they write the same bundle."""
+    site = tmp_path / "site"
+    shutil.copytree(example_site, site)
+    config = tmp_path / "docpilot.toml"
+    config.write_text(
+        f'[index]\nwidget = false\ncache_dir = "{tmp_path / "cache"}"\n', encoding="utf-8"
+    )
+    run = docpilot("index", str(site), "--config", str(config))
+    assert run.returncode == 0, run.stderr
+    plugin = (example_site / "docpilot" / "bundle.msgpack").read_bytes()
+    assert (site / "docpilot" / "bundle.msgpack").read_bytes() == plugin
+
+
+@pytest.mark.parametrize(
+    ("pages", "name"),
+    [
+        (['<head><meta property="og:site_name" content="Acme &amp; Co"><title>X</title>'], "Acme & Co"),
+        (["<title>Home</title>", "<title>Setup - Acme</title>", "<title>API - Acme</title>"], "Acme"),
+        (["<title>Setup | Acme Docs</title>"], "Acme Docs"),
+        (["<title>Acme</title>"], "Acme"),
+        (["<title>One</title>", "<title>Two</title>"], ""),
+        (["<p>no head</p>"], ""),
+    ],
+)
+def test_site_name_comes_from_og_site_name_or_the_title_suffix(pages: list[str], name: str) -> None:
+    assert site_name_from_pages(pages) == name
+    assert site_name_from_pages([p.encode() for p in pages]) == name
+
+
+# ---------------------------------------------------------------------- the Python API
+
+
+def test_api_ask_gives_the_cli_result(example_site: Path) -> None:
+    import docpilot_runtime as dp
+
+    ours = dp.ask(example_site, COVERED).to_dict()
+    theirs = ask_json(example_site, COVERED)
+    for field in ("kind", "ranked", "confidence", "citations", "bundle_hash"):
+        assert ours[field] == theirs[field], field
+
+
+def test_api_ask_checks_the_request_as_the_http_api_does(runtime: Runtime) -> None:
+    import docpilot_runtime as dp
+
+    with pytest.raises(dp.RequestError, match="question"):
+        dp.ask(runtime, "x" * (runtime.settings.limits.max_question_chars + 1))
+
+
+def test_importing_the_package_loads_no_submodule_until_a_name_is_used() -> None:
+    probe = (
+        "import sys, docpilot_runtime as dp\n"
+        "print(sorted(m for m in sys.modules if m.startswith('docpilot_runtime')))\n"
+        "dp.load_settings\n"
+        "print('docpilot_runtime.settings' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines() == ["['docpilot_runtime']", "True"]
+
+
+def test_every_public_name_resolves() -> None:
+    import docpilot_runtime as dp
+
+    for name in dp.__all__:
+        assert getattr(dp, name) is not None, name
+    with pytest.raises(AttributeError):
+        _ = dp.no_such_name
 
 
 def _free_port() -> int:

