@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from .answer_settings import AnswerSettings
+from .caps import LimitSettings, parse_networks
 from .index.options import IndexOptions, OptionsError, index_options
 from .providers.base import ProviderSettings, provider_settings
+from .security_headers import HeaderSettings
 from .types import Limits
 from .widget import WIDGET_KEYS, WidgetOptions, widget_options
 
@@ -36,6 +38,8 @@ class Settings:
     social_templates: dict[str, dict[str, str]] = field(default_factory=dict)
     providers: tuple[ProviderSettings, ...] = ()
     answer: AnswerSettings = field(default_factory=AnswerSettings)
+    caps: LimitSettings = field(default_factory=LimitSettings)
+    headers: HeaderSettings = field(default_factory=HeaderSettings)
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -73,7 +77,7 @@ def _social(raw: dict[str, Any], file: Path) -> dict[str, dict[str, str]]:
     return out
 
 
-_TABLES = {"index", "server", "providers", "embedder", "answer", "social"}
+_TABLES = {"index", "server", "providers", "embedder", "answer", "social", "limits", "headers"}
 _ANSWER_KEYS = {"max_steps", "tentative_below", "max_answer_chars"}
 
 
@@ -102,6 +106,65 @@ def _answer(raw: dict[str, Any], file: Path) -> AnswerSettings:
     if table.get("max_answer_chars", 200) < 200:
         raise SettingsError(f"{file}: [answer] max_answer_chars must be at least 200")
     return AnswerSettings(**table)
+
+
+# [limits]: key -> (type, smallest allowed value); 0 switches a cap off.
+_LIMIT_KEYS: dict[str, tuple[type, float]] = {
+    "answers_per_minute": (int, 0),
+    "answers_per_minute_per_client": (int, 0),
+    "daily_spend_micro_usd": (int, 0),
+    "body_read_seconds": (float, 0.1),
+    "max_connections": (int, 1),
+}
+
+
+def _limits(raw: dict[str, Any], file: Path) -> LimitSettings:
+    table = raw.get("limits", {})
+    unknown = set(table) - set(_LIMIT_KEYS) - {"trusted_proxies", "public_usage"}
+    if unknown:
+        raise SettingsError(f"{file}: unknown key(s) {sorted(unknown)} in [limits]")
+    values: dict[str, Any] = {}
+    for key, (kind, least) in _LIMIT_KEYS.items():
+        if key not in table:
+            continue
+        value = table[key]
+        number = isinstance(value, int | float) if kind is float else isinstance(value, int)
+        if isinstance(value, bool) or not number or value < least:
+            raise SettingsError(
+                f"{file}: [limits] {key} must be a {kind.__name__} of at least {least}, "
+                f"got {value!r}"
+            )
+        values[key] = kind(value)
+    public = table.get("public_usage", False)
+    if not isinstance(public, bool):
+        raise SettingsError(f"{file}: [limits] public_usage must be true or false")
+    proxies = table.get("trusted_proxies", [])
+    if not isinstance(proxies, list) or not all(isinstance(p, str) for p in proxies):
+        raise SettingsError(f"{file}: [limits] trusted_proxies must be a list of addresses")
+    try:
+        networks = parse_networks(proxies, f"{file}: [limits] trusted_proxies")
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    return LimitSettings(**values, trusted_proxies=networks, public_usage=public)
+
+
+def _headers(raw: dict[str, Any], file: Path) -> HeaderSettings:
+    table = raw.get("headers", {})
+    unknown = set(table) - {"page_policy", "frame_ancestors"}
+    if unknown:
+        raise SettingsError(f"{file}: unknown key(s) {sorted(unknown)} in [headers]")
+    policy = table.get("page_policy", HeaderSettings.page_policy)
+    if not isinstance(policy, str) or not policy.strip() or "\n" in policy or "\r" in policy:
+        raise SettingsError(f"{file}: [headers] page_policy must be a one-line CSP string")
+    ancestors = table.get("frame_ancestors", list(HeaderSettings.frame_ancestors))
+    if not isinstance(ancestors, list) or not all(
+        isinstance(a, str) and a and not any(c in a for c in " ;,\r\n") for a in ancestors
+    ):
+        raise SettingsError(
+            f"{file}: [headers] frame_ancestors must be a list of CSP sources "
+            "(\"'self'\", \"https://example.com\")"
+        )
+    return HeaderSettings(page_policy=policy.strip(), frame_ancestors=tuple(ancestors))
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
@@ -141,5 +204,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
         social_templates=_social(raw, file),
         providers=_providers(raw, file),
         answer=_answer(raw, file),
+        caps=_limits(raw, file),
+        headers=_headers(raw, file),
         raw=raw,
     )

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 from docpilot_runtime.app import create_app
+from docpilot_runtime.caps import LimitSettings
 from docpilot_runtime.settings import Settings
 from starlette.types import ASGIApp
 
@@ -74,8 +75,11 @@ def serve_app(app: ASGIApp, host: str = "127.0.0.1") -> Iterator[RunningServer]:
 
 
 def example_settings() -> Settings:
-    """Default settings plus one allowed CORS origin (``ALLOWED_ORIGIN``)."""
-    return Settings(cors_origins=(ALLOWED_ORIGIN,))
+    """Default settings plus one allowed CORS origin (``ALLOWED_ORIGIN``), with the rate
+    caps off: every test shares this server from one loopback address (the caps have
+    their own tests, on their own servers)."""
+    no_caps = LimitSettings(answers_per_minute=0, answers_per_minute_per_client=0)
+    return Settings(cors_origins=(ALLOWED_ORIGIN,), caps=no_caps)
 
 
 @pytest.fixture(scope="session")
