@@ -465,7 +465,7 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 
 class JSONServerErrors:
-    """Outermost middleware: an exception no handler caught becomes a JSON 500 (a
+    """Middleware around the routes: an exception no handler caught becomes a JSON 500 (a
     generic message) and one log line naming its type and location. Starlette's own
     fallback answers plain text and hands the traceback, whose messages may quote the
     request, to the server's log."""
@@ -513,8 +513,9 @@ def build_app(
     ]
     # No origins configured: no CORS headers at all, so browsers keep it same-origin.
     middleware = [
-        Middleware(JSONServerErrors),
+        # Headers outermost, so the 500 of JSONServerErrors carries them too.
         Middleware(SecurityHeaders, settings=settings.headers),
+        Middleware(JSONServerErrors),
         Middleware(
             CORSMiddleware,
             allow_origins=list(settings.cors_origins),

@@ -65,9 +65,11 @@ def serve(
     import uvicorn
 
     from .app import create_app
+    from .serving import guard_logs, uvicorn_config
 
-    app = create_app(site_dir, settings)
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    config = uvicorn_config(create_app(site_dir, settings), settings, host, port)
+    guard_logs()
+    uvicorn.Server(config).run()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
