@@ -320,3 +320,12 @@ def test_public_usage_puts_provider_model_and_cost_in_the_result(serve: Serve) -
     usage = ask(served.http).json()["usage"]
     assert usage["provider"] == "openai" and usage["model"] == PRICED_MODEL
     assert usage["cost_micro_usd"] > 0
+
+
+def test_the_complete_example_of_the_settings_reference_loads(tmp_path: Path) -> None:
+    page = Path(__file__).parent.parent / "example-site/docs/reference/runtime-settings.md"
+    example = page.read_text(encoding="utf-8").split('```toml title="docpilot.toml"\n', 1)[1]
+    settings = load_settings(write_settings(tmp_path, example.split("```", 1)[0]))
+    assert settings.caps.daily_spend_micro_usd == 5_000_000
+    assert settings.caps.public_usage is False
+    assert settings.headers.frame_ancestors == ("'self'",)
