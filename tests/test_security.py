@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import http.client
 import logging
+import signal
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -278,3 +282,39 @@ def test_credentials_in_a_log_line_are_redacted() -> None:
     assert SECRET not in record.getMessage() and "[redacted" in record.getMessage()
     assert redact("nothing secret here") == "nothing secret here"
     assert KEY_ID not in redact(f"id {KEY_ID} and secret {SECRET}")
+
+
+def test_docpilot_serve_logs_paths_without_queries_and_redacts_credentials(
+    example_site: Path,
+) -> None:
+    """The real `docpilot serve` process: its whole log, after a secret was sent in a query
+    string and in a path."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "docpilot_runtime.cli", "serve", str(example_site)]
+    process = subprocess.Popen(
+        [*command, "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # poll until it answers (start-up loads the bundle and the embedder)
+            assert process.poll() is None, process.communicate()[1]
+            try:
+                if httpx.get(f"{base}/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "docpilot serve did not start"
+            time.sleep(0.1)
+        assert httpx.get(f"{base}/api/health?token={SECRET}").status_code == 200
+        assert httpx.get(f"{base}/aws_secret_access_key={SECRET}").status_code == 404
+        assert httpx.get(f"{base}/.env").headers["x-content-type-options"] == "nosniff"
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+        log = out + err  # uvicorn writes its access log to stdout
+    assert "GET /api/health HTTP/1.1" in log, log
+    assert "[redacted" in log
+    assert SECRET not in log and "?token" not in log

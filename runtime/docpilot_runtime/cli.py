@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -69,7 +70,8 @@ def serve(
 
     config = uvicorn_config(create_app(site_dir, settings), settings, host, port)
     guard_logs()
-    uvicorn.Server(config).run()
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it is meant to stop
+        uvicorn.Server(config).run()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import unquote
 
 import uvicorn
 
@@ -41,6 +42,13 @@ class RedactCredentials(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         cleaned = redact(message)
+        if cleaned == message and "%" in message:
+            # The access log percent-encodes paths (`key%3Dvalue`): look at the decoded
+            # text too, and keep it on one line if it has to be shown decoded.
+            decoded = unquote(message)
+            redacted = redact(decoded)
+            if redacted != decoded:
+                cleaned = redacted.replace("\r", "\\r").replace("\n", "\\n")
         if cleaned != message:
             record.msg, record.args = cleaned, None
         return True
