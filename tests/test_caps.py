@@ -5,6 +5,7 @@ provider that records every call it receives."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -302,7 +303,10 @@ def test_an_off_topic_turn_past_the_spend_cap_is_still_a_refusal(serve: Serve) -
     assert result["kind"] == "refusal" and result["fallback_reason"] is None
 
 
-def test_results_do_not_disclose_usage_unless_the_owner_publishes_it(serve: Serve) -> None:
+def test_results_do_not_disclose_usage_unless_the_owner_publishes_it(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="docpilot.app")
     served = serve()
     script_answers(served.model, 2)
     plain = ask(served.http).json()
@@ -312,6 +316,9 @@ def test_results_do_not_disclose_usage_unless_the_owner_publishes_it(serve: Serv
     assert len(served.model.requests) == 2, "both turns called the model"
     assert plain["usage"] is None
     assert '"usage":null' in stream and PRICED_MODEL not in stream
+    turn_line = next(r.getMessage() for r in caplog.records if plain["turn_id"] in r.getMessage())
+    cost = int(turn_line.split("cost_micro_usd=", 1)[1].split()[0])
+    assert cost > 0, "the owner's log keeps the cost"
 
 
 def test_public_usage_puts_provider_model_and_cost_in_the_result(serve: Serve) -> None:

@@ -191,13 +191,17 @@ async def read_json(request: Request, limit: int, seconds: float = 10.0) -> Any:
 
 def log_turn(result: Result, seconds: float) -> None:
     """The one line a turn leaves in the log: identifiers and numbers, never text."""
+    # The cost stays here for the owner even when results do not publish `usage`.
+    cost = int(result.usage.get("cost_micro_usd") or 0) if result.usage else 0
     log.info(
-        "turn %s kind=%s confidence=%s retriever=%s duration_ms=%.1f",
+        "turn %s kind=%s confidence=%s retriever=%s duration_ms=%.1f cost_micro_usd=%d%s",
         result.turn_id,
         result.kind,
         result.confidence,
         result.retriever,
         seconds * 1000,
+        cost,
+        f" fallback={result.fallback_reason}" if result.fallback_reason else "",
     )
 
 
