@@ -439,6 +439,72 @@ def test_wrong_types_are_a_400_naming_the_field(
     assert _error(ask_json(client, body), 400)["field"] == field
 
 
+HUGE_INT = "1" * 5000
+
+
+def raw_object(**members: str) -> str:
+    """A JSON object from member texts written as JSON (so they can be what json.dumps
+    never writes: a lone surrogate escape, a 5,000-digit literal)."""
+    return "{" + ", ".join(f'"{key}": {value}' for key, value in members.items()) + "}"
+
+
+def raw_history(**members: str) -> str:
+    return "[" + raw_object(question='"q"', kind='"answer"', **members) + "]"
+
+
+HOW = '"How?"'
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        (raw_object(question='"How do I \\ud800 exclude a page?"'), "question"),
+        (raw_object(question='"\\udfff"'), "question"),
+        (raw_object(question=HOW, page='"/\\ud83d/"'), "page"),
+        (raw_object(question=HOW, quote='"a\\udc00b"'), "quote"),
+        (raw_object(question=HOW, history=raw_history(markdown='"\\ud800"')),
+         "history[0].markdown"),
+        ('{"question": "How?", "\\ud800": 1}', "\\ud800"),
+        (raw_object(question=HUGE_INT), "question"),
+        (raw_object(question=HOW, page="-" + HUGE_INT), "page"),
+        (raw_object(question=HOW, history=raw_history(markdown=HUGE_INT)), "history[0].markdown"),
+        (raw_object(question=HOW, history=raw_history(rescued=HUGE_INT)), "history[0].rescued"),
+        (raw_object(question="[" * 12 + "]" * 12), "question"),
+        (raw_object(question=HOW, history="[" * 5000 + "]" * 5000), "body"),
+        (raw_object(question=HOW, page='{"a":' * 3000 + "1" + "}" * 3000), "body"),
+    ],
+    ids=[
+        "surrogate-question", "low-surrogate", "surrogate-page", "surrogate-quote",
+        "surrogate-history", "surrogate-key", "huge-int-question", "huge-negative-page",
+        "huge-int-history", "huge-int-rescued", "nested-question", "deep-array", "deep-object",
+    ],
+)
+def test_hostile_json_values_are_a_400_naming_the_field(
+    client: httpx.Client, all_logs: pytest.LogCaptureFixture, raw: str, field: str
+) -> None:
+    error = _error(_post_raw(client, raw.encode()), 400)
+    assert error["field"] == field
+    assert not [r for r in all_logs.records if r.levelno >= logging.ERROR], "no 500, no traceback"
+
+
+def test_a_huge_integer_is_named_by_its_size_not_echoed(client: httpx.Client) -> None:
+    error = _error(_post_raw(client, b'{"question": ' + HUGE_INT.encode() + b"}"), 400)
+    assert "5000-digit number" in error["message"] and HUGE_INT not in error["message"]
+
+
+def test_too_deep_a_body_names_the_nesting_limit(client: httpx.Client) -> None:
+    raw = raw_object(question=HOW, history="[" * 40 + "]" * 40).encode()
+    error = _error(_post_raw(client, raw), 400)
+    assert error["field"] == "body" and error["limit"] == 16
+
+
+def test_a_surrogate_in_feedback_is_a_400_naming_the_field(client: httpx.Client) -> None:
+    raw = b'{"turn_id": "t-sur", "rating": "up", "note": "\\ud800"}'
+    headers = {"Content-Type": "application/json"}
+    response = client.post("/api/feedback", content=raw, headers=headers)
+    assert _error(response, 400)["field"] == "note"
+
+
 def test_unknown_history_kind_is_a_400_naming_its_path(client: httpx.Client) -> None:
     history = [{"question": "How do I install it?", "kind": "oracle", "markdown": "..."}]
     error = _error(ask_json(client, {"question": "and then?", "history": history}), 400)
@@ -555,6 +621,39 @@ def test_feedback_note_is_never_logged(
     body = {"turn_id": "t-note", "rating": "down", "note": "my private note 5521"}
     assert client.post("/api/feedback", json=body).status_code == 204
     assert "5521" not in _logged_text(all_logs)
+
+
+def test_a_feedback_flood_from_one_client_evicts_only_its_own_feedback() -> None:
+    from docpilot_runtime.app import Feedback, FeedbackStore
+
+    store = FeedbackStore(capacity=100, per_client=5)
+    store.put(Feedback(turn_id="genuine", rating="down", note="wrong page"), "198.51.100.1")
+    for i in range(10_000):
+        store.put(Feedback(turn_id=f"flood-{i}", rating="up"), "203.0.113.9")
+    assert store.get("genuine") is not None
+    assert len(store) == 6
+    assert store.get("flood-9999") is not None and store.get("flood-0") is None
+
+
+def test_feedback_over_http_is_bounded_per_client(
+    client: httpx.Client, example_server: RunningServer
+) -> None:
+    store = example_server.app.state.feedback  # type: ignore[attr-defined]
+    genuine = {"turn_id": "genuine-over-http", "rating": "down", "note": "a real reader"}
+    # A genuine reader elsewhere; then this client floods past its own quota.
+    store.put(dataclasses.replace(_feedback(genuine)), "198.51.100.77")
+    for i in range(store.per_client + 20):
+        body = {"turn_id": f"flood-http-{i}", "rating": "up"}
+        assert client.post("/api/feedback", json=body).status_code == 204
+    assert store.get("genuine-over-http") is not None
+    assert store.get("flood-http-0") is None
+    assert store.get(f"flood-http-{store.per_client + 19}") is not None
+
+
+def _feedback(body: dict[str, Any]) -> Any:
+    from docpilot_runtime.app import parse_feedback
+
+    return parse_feedback(body)
 
 
 def test_feedback_store_keeps_only_the_newest_turns() -> None:

@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 from docpilot_runtime.answer_settings import AnswerSettings
+from docpilot_runtime.caps import LimitSettings
 from docpilot_runtime.embedders import EMBEDDER_NAMES, EmbedderSpec
 from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.index.units import DEFAULT_MAX_SECTION_CHARS
 from docpilot_runtime.providers import config as providers
 from docpilot_runtime.schema import OptionsError
+from docpilot_runtime.security_headers import HeaderSettings
 from docpilot_runtime.settings import (
     QueryEmbedderSettings,
     Settings,
@@ -29,8 +31,10 @@ from docpilot_runtime.settings_docs import render_page
 from docpilot_runtime.settings_schema import (
     ANSWER,
     EMBEDDER,
+    HEADERS,
     INDEX,
     INDEX_EMBEDDER,
+    LIMITS,
     PLUGIN,
     PROVIDER,
     SERVER,
@@ -213,6 +217,8 @@ def _schema_defaults(table: Any) -> dict[str, Any]:
         (WidgetOptions, WIDGET, set()),
         (IndexOptions, INDEX, {"embedder"}),  # an EmbedderSpec, held equal below
         (EmbedderSpec, INDEX_EMBEDDER, set()),
+        (LimitSettings, LIMITS, set()),
+        (HeaderSettings, HEADERS, {"page_policy"}),  # "" in the schema = the built-in policy
     ],
 )
 def test_dataclass_defaults_are_the_schemas(cls: Any, table: Any, not_in_settings: set[str]) -> None:

@@ -9,6 +9,11 @@ first reader. Handlers are I/O only: they check the request, hand an `AskRequest
 Privacy rule for everything here: the question, the quote, the history and the
 feedback note never reach a log line or a response header; a pasted credential is
 part of the question, so the same rule keeps it out.
+
+Abuse rules: `/api/ask` counts every accepted question against the rate caps of
+`caps.py` before the turn starts (over a cap: 429 with Retry-After, no model call), and
+past the daily spend cap turns settle as `passages` with `fallback_reason`. Every
+response carries the headers of `security_headers.py`; dotfiles are never served.
 """
 
 from __future__ import annotations
@@ -35,24 +40,31 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import Receive, Scope
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .caps import Caps, MemoryCaps, client_address
 from .disconnect import cancel_on_disconnect, cancel_once, unless_disconnected
+from .security_headers import SecurityHeaders
 from .settings import Settings
 from .turn import Event, EventSink, Runtime, load_runtime
-from .types import AskRequest, RequestError, Result, parse_ask_request
+from .types import AskRequest, RequestError, Result, check_text, decode_int, parse_ask_request
 
 log = logging.getLogger("docpilot.app")
 
 # Feedback kept per turn in memory until records land; bounded so a flood of
-# made-up turn ids cannot grow the process without limit.
+# made-up turn ids cannot grow the process without limit, and per client so one
+# client's flood evicts only its own older feedback, never another reader's.
 FEEDBACK_CAPACITY = 10_000
+FEEDBACK_PER_CLIENT = 50
 MAX_REASONS = 10
 MAX_REASON_CHARS = 40
 MAX_NOTE_CHARS = 1000
 MAX_TURN_ID_CHARS = 64
 TURN_ID_SHAPE = re.compile(r"[A-Za-z0-9_-]+")
 FEEDBACK_BODY_BYTES = 16_384
+# Deeper than any valid request (history items are objects in a list: depth 3).
+MAX_JSON_DEPTH = 16
+_JSON_NESTING = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 # Browsers refuse to compile WebAssembly streamed with any other type, and module
 # workers need a JavaScript type; the platform's mimetypes table may know neither.
@@ -64,7 +76,17 @@ GENERIC_FAILURE = "Something went wrong while answering; please try again."
 
 
 class SiteFiles(StaticFiles):
-    """StaticFiles with the content types the widget's Pyodide worker needs."""
+    """StaticFiles with the content types the widget's Pyodide worker needs, that never
+    serves a dotfile or anything under a dot-directory (`.env`, `.git/config`, an
+    editor's swap file left in the site dir). Paths outside the directory are already
+    refused by StaticFiles, symlinks included."""
+
+    def lookup_path(self, path: str) -> tuple[str, os.stat_result | None]:
+        parts = re.split(r"[/\\]", path)
+        # "." is the site root itself; ".." is StaticFiles' to refuse (outside the dir).
+        if any(part.startswith(".") and part not in (".", "..") for part in parts):
+            return "", None
+        return super().lookup_path(path)
 
     def file_response(
         self,
@@ -125,17 +147,39 @@ async def read_capped(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def read_json(request: Request, limit: int) -> Any:
+def json_depth(raw: bytes) -> int:
+    """How deep the brackets of a JSON text nest (strings skipped), in one linear pass,
+    so a deeply nested body is refused before the decoder recurses into it."""
+    depth = deepest = 0
+    for match in _JSON_NESTING.finditer(raw):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+async def read_json(request: Request, limit: int, seconds: float = 10.0) -> Any:
     """The decoded JSON body; raises RequestError (with the HTTP status to answer) for a
-    wrong content type, an oversized body or malformed JSON."""
+    wrong content type, an oversized, slow or too deeply nested body, or malformed JSON."""
     if not is_json(request):
         raise HTTPRequestError(415, "body", "must be sent as Content-Type: application/json")
     try:
-        raw = await read_capped(request, limit)
+        # A client trickling its body would otherwise hold the connection forever.
+        async with asyncio.timeout(seconds):
+            raw = await read_capped(request, limit)
     except BodyTooLarge:
         raise HTTPRequestError(413, "body", "is over the size limit in bytes", limit) from None
+    except TimeoutError:
+        raise HTTPRequestError(
+            408, "body", f"was not received within {seconds:g} seconds"
+        ) from None
+    if json_depth(raw) > MAX_JSON_DEPTH:
+        raise HTTPRequestError(400, "body", "nests deeper than the limit", MAX_JSON_DEPTH)
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_int=decode_int)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         # The position only: the decoder's message never quotes the text itself.
         # (RecursionError: a few kilobytes of "[[[[" nest deeper than the stack.)
@@ -149,13 +193,17 @@ async def read_json(request: Request, limit: int) -> Any:
 
 def log_turn(result: Result, seconds: float) -> None:
     """The one line a turn leaves in the log: identifiers and numbers, never text."""
+    # The cost stays here for the owner even when results do not publish `usage`.
+    cost = int(result.usage.get("cost_micro_usd") or 0) if result.usage else 0
     log.info(
-        "turn %s kind=%s confidence=%s retriever=%s duration_ms=%.1f",
+        "turn %s kind=%s confidence=%s retriever=%s duration_ms=%.1f cost_micro_usd=%d%s",
         result.turn_id,
         result.kind,
         result.confidence,
         result.retriever,
         seconds * 1000,
+        cost,
+        f" fallback={result.fallback_reason}" if result.fallback_reason else "",
     )
 
 
@@ -167,13 +215,28 @@ def log_failure(exc: BaseException) -> None:
     log.error("turn failed: %s at %s", type(exc).__name__, where)
 
 
-async def answer_turn(runtime: Runtime, request: AskRequest, emit: EventSink | None) -> Result:
+async def answer_turn(
+    runtime: Runtime, request: AskRequest, emit: EventSink | None, caps: Caps | None = None
+) -> Result:
     """Run one turn through the runtime and log it; exceptions propagate to the caller,
-    which answers with a generic error."""
+    which answers with a generic error. With ``caps``, a turn past the daily spend cap
+    runs without models and its cost is added to the day's spend."""
     started = time.perf_counter()
-    result = await runtime.ask(request, emit)
+    over_budget = caps is not None and await caps.spend_exhausted()
+    if over_budget:
+        result = await runtime.ask(request, emit, models=False)
+    else:
+        result = await runtime.ask(request, emit)
+    if over_budget and result.kind == "passages":
+        result.fallback_reason = "spend_cap"
+    if caps is not None and result.usage:
+        await caps.record_spend(int(result.usage.get("cost_micro_usd") or 0))
     log_turn(result, time.perf_counter() - started)
     return result
+
+
+def public_result(runtime: Runtime, result: Result) -> dict[str, Any]:
+    return result.public_dict(runtime.settings.caps.public_usage)
 
 
 def sse(event: Event) -> str:
@@ -183,7 +246,7 @@ def sse(event: Event) -> str:
 
 
 async def stream_turn(
-    runtime: Runtime, request: AskRequest, receive: Receive
+    runtime: Runtime, request: AskRequest, receive: Receive, caps: Caps | None = None
 ) -> AsyncIterator[str]:
     """The turn as SSE: events the runtime emits go onto a queue this generator drains,
     so `progress` reaches the reader while the turn is still running; `answer` (or
@@ -195,8 +258,8 @@ async def stream_turn(
 
     async def run() -> None:
         try:
-            result = await answer_turn(runtime, request, emit)
-            await queue.put(Event("answer", result.to_dict()))
+            result = await answer_turn(runtime, request, emit, caps)
+            await queue.put(Event("answer", public_result(runtime, result)))
         except Exception as exc:
             log_failure(exc)
             await queue.put(Event("error", {"status": 500, "message": GENERIC_FAILURE}))
@@ -266,24 +329,45 @@ def parse_feedback(body: Any) -> Feedback:
         raise RequestError("note", "must be a string")
     if len(note) > MAX_NOTE_CHARS:
         raise RequestError("note", f"is {len(note)} characters, over the limit", MAX_NOTE_CHARS)
+    for i, reason in enumerate(reasons):
+        check_text(reason, f"reasons[{i}]")
+    check_text(note, "note")
     return Feedback(turn_id=turn_id, rating=rating, reasons=tuple(reasons), note=note)
 
 
 class FeedbackStore:
-    """The latest feedback per turn, oldest turns dropped past ``capacity``."""
+    """The latest feedback per turn, at most ``per_client`` turns per client address
+    (a client's own oldest dropped first) and ``capacity`` in all (oldest dropped)."""
 
-    def __init__(self, capacity: int = FEEDBACK_CAPACITY) -> None:
+    def __init__(
+        self, capacity: int = FEEDBACK_CAPACITY, per_client: int = FEEDBACK_PER_CLIENT
+    ) -> None:
         self.capacity = capacity
-        self._items: OrderedDict[str, Feedback] = OrderedDict()
+        self.per_client = per_client
+        self._items: OrderedDict[str, tuple[str, Feedback]] = OrderedDict()
+        self._by_client: dict[str, OrderedDict[str, None]] = {}
 
-    def put(self, feedback: Feedback) -> None:
-        self._items[feedback.turn_id] = feedback
-        self._items.move_to_end(feedback.turn_id)
+    def _drop(self, turn_id: str) -> None:
+        client, _ = self._items.pop(turn_id)
+        turns = self._by_client[client]
+        del turns[turn_id]
+        if not turns:
+            del self._by_client[client]
+
+    def put(self, feedback: Feedback, client: str = "") -> None:
+        if feedback.turn_id in self._items:
+            self._drop(feedback.turn_id)
+        self._items[feedback.turn_id] = (client, feedback)
+        turns = self._by_client.setdefault(client, OrderedDict())
+        turns[feedback.turn_id] = None
+        while len(turns) > self.per_client:
+            self._drop(next(iter(turns)))
         while len(self._items) > self.capacity:
-            self._items.popitem(last=False)
+            self._drop(next(iter(self._items)))
 
     def get(self, turn_id: str) -> Feedback | None:
-        return self._items.get(turn_id)
+        entry = self._items.get(turn_id)
+        return entry[1] if entry else None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -297,32 +381,63 @@ def runtime_of(request: Request) -> Runtime:
     return runtime
 
 
+def caps_of(request: Request) -> Caps:
+    caps: Caps = request.app.state.caps
+    return caps
+
+
+def client_of(request: Request) -> str:
+    """The client address the caps count (X-Forwarded-For only from trusted proxies)."""
+    peer = request.client.host if request.client else ""
+    forwarded = request.headers.getlist("x-forwarded-for")
+    return client_address(peer, forwarded, runtime_of(request).settings.caps.trusted_proxies)
+
+
+def rate_limited(retry_after: int, cap: str) -> JSONResponse:
+    """429 naming the cap; Retry-After in whole seconds."""
+    body = {
+        "error": {
+            "status": 429,
+            "field": "rate",
+            "message": f"too many questions ({cap} cap); try again in {retry_after} s",
+            "retry_after": retry_after,
+        }
+    }
+    return JSONResponse(body, 429, headers={"Retry-After": str(retry_after)})
+
+
 async def ask(request: Request) -> Response:
     """`POST /api/ask`: the result object as JSON, or the turn as an SSE stream."""
     runtime = runtime_of(request)
     limits = runtime.settings.limits
+    seconds = runtime.settings.caps.body_read_seconds
     try:
-        ask_request = parse_ask_request(await read_json(request, limits.max_body_bytes), limits)
+        body = await read_json(request, limits.max_body_bytes, seconds)
+        ask_request = parse_ask_request(body, limits)
     except HTTPRequestError as exc:
         return error_response(exc, exc.status)
     except RequestError as exc:
         return error_response(exc, 400)
+    caps = caps_of(request)
+    admission = await caps.admit(runtime.site_for(ask_request.page).prefix, client_of(request))
+    if not admission.allowed:
+        return rate_limited(admission.retry_after, admission.cap)
     if wants_stream(request):
         return StreamingResponse(
-            stream_turn(runtime, ask_request, request.receive),
+            stream_turn(runtime, ask_request, request.receive, caps),
             media_type="text/event-stream",
             headers=SSE_HEADERS,
         )
     try:
         result = await unless_disconnected(
-            request.receive, answer_turn(runtime, ask_request, None)
+            request.receive, answer_turn(runtime, ask_request, None, caps)
         )
     except Exception as exc:
         log_failure(exc)
         return JSONResponse({"error": {"status": 500, "message": GENERIC_FAILURE}}, 500)
     if result is None:  # nobody is left to read it
         return Response(status_code=CLIENT_CLOSED_REQUEST)
-    return JSONResponse(result.to_dict(), headers={"Cache-Control": "no-store"})
+    return JSONResponse(public_result(runtime, result), headers={"Cache-Control": "no-store"})
 
 
 async def health(request: Request) -> Response:
@@ -332,14 +447,15 @@ async def health(request: Request) -> Response:
 
 async def feedback(request: Request) -> Response:
     """`POST /api/feedback`: a rating for a turn, kept in memory; 204 on success."""
+    seconds = runtime_of(request).settings.caps.body_read_seconds
     try:
-        item = parse_feedback(await read_json(request, FEEDBACK_BODY_BYTES))
+        item = parse_feedback(await read_json(request, FEEDBACK_BODY_BYTES, seconds))
     except HTTPRequestError as exc:
         return error_response(exc, exc.status)
     except RequestError as exc:
         return error_response(exc, 400)
     store: FeedbackStore = request.app.state.feedback
-    store.put(item)
+    store.put(item, client_of(request))
     # Rating and counts only: reasons are free strings and the note is the reader's text.
     log.info("feedback %s rating=%s reasons=%d", item.turn_id, item.rating, len(item.reasons))
     return Response(status_code=204)
@@ -358,8 +474,41 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
 
 
-def build_app(runtime: Runtime, site_dir: str | os.PathLike[str]) -> Starlette:
-    """The app around an already loaded runtime (tests can share one runtime)."""
+class JSONServerErrors:
+    """Middleware around the routes: an exception no handler caught becomes a JSON 500 (a
+    generic message) and one log line naming its type and location. Starlette's own
+    fallback answers plain text and hands the traceback, whose messages may quote the
+    request, to the server's log."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Any) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception as exc:
+            log_failure(exc)
+            if not started:
+                body = {"error": {"status": 500, "message": GENERIC_FAILURE}}
+                await JSONResponse(body, 500)(scope, receive, send)
+
+
+def build_app(
+    runtime: Runtime, site_dir: str | os.PathLike[str], caps: Caps | None = None
+) -> Starlette:
+    """The app around an already loaded runtime (tests can share one runtime, and give
+    their own `Caps`, e.g. one on a clock they control)."""
     settings = runtime.settings
     api = [
         Route("/ask", ask, methods=["POST"]),
@@ -374,6 +523,9 @@ def build_app(runtime: Runtime, site_dir: str | os.PathLike[str]) -> Starlette:
     ]
     # No origins configured: no CORS headers at all, so browsers keep it same-origin.
     middleware = [
+        # Headers outermost, so the 500 of JSONServerErrors carries them too.
+        Middleware(SecurityHeaders, settings=settings.headers),
+        Middleware(JSONServerErrors),
         Middleware(
             CORSMiddleware,
             allow_origins=list(settings.cors_origins),
@@ -395,6 +547,7 @@ def build_app(runtime: Runtime, site_dir: str | os.PathLike[str]) -> Starlette:
     )
     app.state.runtime = runtime
     app.state.feedback = FeedbackStore()
+    app.state.caps = caps if caps is not None else MemoryCaps(settings.caps)
     return app
 
 

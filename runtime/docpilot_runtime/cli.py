@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import sys
@@ -42,8 +43,12 @@ def serve(
     # Imported here so `docpilot index` and `ask` do not pay for the web stack.
     import uvicorn
 
-    app = create_app(site_dir, settings)
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    from .serving import guard_logs, uvicorn_config
+
+    config = uvicorn_config(create_app(site_dir, settings), settings, host, port)
+    guard_logs()
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it is meant to stop
+        uvicorn.Server(config).run()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from .answer_settings import AnswerSettings
+from .caps import LimitSettings, parse_networks
 from .index.options import IndexOptions, index_options
 from .providers.config import ProviderSettings, provider_settings
 from .schema import OptionsError, unknown_key_message
+from .security_headers import PAGE_POLICY, HeaderSettings
 from .settings_schema import EMBEDDER, SOCIAL, SOCIAL_TEMPLATE, TABLES
 from .types import Limits
 from .widget import WIDGET_KEYS, WidgetOptions, widget_options
@@ -53,6 +55,8 @@ class Settings:
     providers: tuple[ProviderSettings, ...] = ()
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     embedder: QueryEmbedderSettings = field(default_factory=QueryEmbedderSettings)
+    caps: LimitSettings = field(default_factory=LimitSettings)
+    headers: HeaderSettings = field(default_factory=HeaderSettings)
 
 
 def _table(raw: Mapping[str, Any], name: str, file: Path) -> dict[str, Any]:
@@ -142,9 +146,35 @@ def parse_settings(raw: Mapping[str, Any], file: Path) -> Settings:
             providers=_providers(raw, file),
             answer=AnswerSettings(**_table(raw, "answer", file)),
             embedder=embedder,
+            caps=_limits(raw, file),
+            headers=_headers(raw, file),
         )
-    except OptionsError as exc:
+    except ValueError as exc:  # OptionsError, or a trusted proxy that is no address
         raise SettingsError(str(exc)) from None
+
+
+def _limits(raw: Mapping[str, Any], file: Path) -> LimitSettings:
+    checked = _table(raw, "limits", file)
+    proxies = checked.pop("trusted_proxies", ())
+    networks = parse_networks(proxies, f"{file} [limits] trusted_proxies")
+    return LimitSettings(**checked, trusted_proxies=networks)
+
+
+def _headers(raw: Mapping[str, Any], file: Path) -> HeaderSettings:
+    checked = _table(raw, "headers", file)
+    policy = checked.get("page_policy", "").strip() or PAGE_POLICY
+    if "\n" in policy or "\r" in policy or "frame-ancestors" in policy:
+        raise OptionsError(
+            f"{file} [headers]: page_policy must be one line without frame-ancestors "
+            "(set those with frame_ancestors)"
+        )
+    ancestors = checked.get("frame_ancestors", ())
+    if not all(a and not any(c in a for c in " ;,\r\n") for a in ancestors):
+        raise OptionsError(
+            f"{file} [headers]: frame_ancestors must be a list of CSP sources "
+            "(\"'self'\", \"https://example.com\")"
+        )
+    return HeaderSettings(page_policy=policy, frame_ancestors=tuple(ancestors))
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:

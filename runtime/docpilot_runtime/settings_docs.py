@@ -16,8 +16,10 @@ from .schema import Key, markdown_table
 from .settings_schema import (
     ANSWER,
     EMBEDDER,
+    HEADERS,
     INDEX,
     INDEX_EMBEDDER,
+    LIMITS,
     PLUGIN,
     PROVIDER,
     SERVER,
@@ -29,6 +31,8 @@ from .settings_schema import (
 # name in the page -> (keys, link each key to its section)
 TABLES: dict[str, tuple[tuple[Key, ...], bool]] = {
     "server": (SERVER.keys, False),
+    "limits": (LIMITS.keys, False),
+    "headers": (HEADERS.keys, False),
     "providers": (PROVIDER.keys, False),
     "embedder": (EMBEDDER.keys, False),
     "answer": (ANSWER.keys, False),

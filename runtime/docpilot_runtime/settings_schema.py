@@ -70,6 +70,27 @@ ANSWER = Table(
     ),
 )
 
+LIMITS = Table(
+    "[limits]",
+    (
+        Key("answers_per_minute", "int", 120, "answers per minute for each site (URL prefix), every kind counted; past it `429` with `Retry-After`; 0 = no cap", low=0),
+        Key("answers_per_minute_per_client", "int", 20, "answers per minute for one client address; 0 = no cap", low=0),
+        Key("trusted_proxies", "strings", (), "addresses or CIDR networks of reverse proxies whose `X-Forwarded-For` is believed; empty believes none", type_doc="list of addresses"),
+        Key("daily_spend_micro_usd", "int", 0, "model spend per UTC day for the whole process, in micro-USD (1,000,000 = 1 USD); once reached, turns settle as `passages` with `fallback_reason: spend_cap`; 0 = no cap", low=0),
+        Key("public_usage", "bool", False, "results over HTTP carry `usage` (provider, model, tokens, cost); off, it is `null` there and kept in the log"),
+        Key("body_read_seconds", "number", 10.0, "a request body must arrive within this many seconds, else `408`", low=0.1),
+        Key("max_connections", "int", 200, "connections `docpilot serve` handles at once; past it, `503`", low=1),
+    ),
+)
+
+HEADERS = Table(
+    "[headers]",
+    (
+        Key("page_policy", "str", "", "the Content-Security-Policy of site pages, one line, without `frame-ancestors`", default_doc="the built-in page policy (see Security)"),
+        Key("frame_ancestors", "strings", ("'self'",), "CSP sources allowed to frame the site's pages (`\"'self'\"`, `\"https://example.com\"`); empty allows none", type_doc="list of CSP sources"),
+    ),
+)
+
 SOCIAL = Table(
     "[social]",
     (Key("templates", "any", {}, "one table per language code, `[social.templates.<language>]`", type_doc="tables of strings"),),
@@ -153,6 +174,8 @@ TABLES: dict[str, tuple[Table, bool]] = {
     "providers": (PROVIDER, True),
     "embedder": (EMBEDDER, False),
     "answer": (ANSWER, False),
+    "limits": (LIMITS, False),
+    "headers": (HEADERS, False),
     "social": (SOCIAL, False),
     "index": (Table("[index]", INDEX.keys + WIDGET.keys), False),
 }

@@ -114,8 +114,11 @@ class Runtime:
             "sites": [s.describe() for s in self.sites],
         }
 
-    async def ask(self, request: AskRequest, emit: EventSink | None = None) -> Result:
-        """Run one turn; progress goes to ``emit``; the returned Result is authoritative."""
+    async def ask(
+        self, request: AskRequest, emit: EventSink | None = None, *, models: bool = True
+    ) -> Result:
+        """Run one turn; progress goes to ``emit``; the returned Result is authoritative.
+        ``models=False`` (the spend cap reached) settles above the gate as `passages`."""
         emit = emit or _ignore
         site = self.site_for(request.page)
         turn_id = new_turn_id()
@@ -144,7 +147,7 @@ class Runtime:
             return stages.refusal_result(site.name, retrieval.closest_pages(), common)
 
         # 4-6. A model, primed with the gate's excerpts, through the answer ladder.
-        if self.providers:
+        if self.providers and models:
             answered = await self._answer(request, retrieval, emit)
             if answered is not None:
                 if answered.citations:

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Kind = Literal["answer", "refusal", "passages", "social", "credential"]
+# Why a turn that would have gone to a model settled as `passages` without one.
+FallbackReason = Literal["spend_cap"]
 HISTORY_KINDS = ("answer", "refusal", "passages", "social", "credential")
 
 
@@ -46,9 +48,18 @@ class Result:
     summary: str = ""
     credential_kind: str | None = None
     usage: dict[str, Any] | None = None
+    fallback_reason: FallbackReason | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def public_dict(self, include_usage: bool) -> dict[str, Any]:
+        """The result as anonymous HTTP callers get it: `usage` (provider, model, cost)
+        only when the owner publishes it; records keep the full `to_dict()`."""
+        data = self.to_dict()
+        if not include_usage:
+            data["usage"] = None
+        return data
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,54 @@ class RequestError(ValueError):
         return {"error": error}
 
 
+class OversizedNumber:
+    """What the JSON decoder makes of an integer literal too long to convert: Python
+    refuses (and would spend quadratic time) past a few thousand digits, so the value
+    is kept as a marker and the field check names the field instead of a 500."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+MAX_INT_DIGITS = 100
+
+
+def decode_int(literal: str) -> int | OversizedNumber:
+    """`json.loads(parse_int=...)`: an int, or a marker past `MAX_INT_DIGITS` digits."""
+    if len(literal.lstrip("-")) > MAX_INT_DIGITS:
+        return OversizedNumber(len(literal))
+    return int(literal)
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, OversizedNumber):
+        return f"a {value.digits}-digit number"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return "string" if isinstance(value, str) else type(value).__name__
+
+
+def check_text(value: str, where: str) -> str:
+    """A decoded string that can be encoded again: JSON's ``\\ud800`` escapes decode to
+    lone surrogates, which no UTF-8 log, model request or response can carry."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RequestError(
+            where, f"has a lone surrogate (U+{ord(value[exc.start]):04X}) at character {exc.start}"
+        ) from None
+    return value
+
+
 def _string(body: dict[str, Any], key: str, where: str, limit: int, required: bool) -> str | None:
     value = body.get(key)
     if value is None:
@@ -103,10 +162,16 @@ def _string(body: dict[str, Any], key: str, where: str, limit: int, required: bo
             raise RequestError(where + key, "is required")
         return None
     if not isinstance(value, str):
-        raise RequestError(where + key, f"must be a string, got {type(value).__name__}")
+        raise RequestError(where + key, f"must be a string, got {json_type(value)}")
     if len(value) > limit:
         raise RequestError(where + key, f"is {len(value)} characters, over the limit", limit)
-    return value
+    return check_text(value, where + key)
+
+
+def _field_name(key: str) -> str:
+    """An unknown key as an error may name it: bounded and encodable (it is echoed)."""
+    text = key.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+    return text if len(text) <= 64 else text[:64] + "..."
 
 
 def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
@@ -115,7 +180,7 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
         raise RequestError("body", "must be a JSON object")
     unknown = set(body) - {"question", "history", "page", "quote"}
     if unknown:
-        raise RequestError(sorted(unknown)[0], "is not a known field")
+        raise RequestError(_field_name(sorted(unknown)[0]), "is not a known field")
     question = _string(body, "question", "", limits.max_question_chars, required=True)
     assert question is not None
     if not question.strip():
@@ -125,7 +190,7 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
     raw_history = body.get("history")
     raw_history = [] if raw_history is None else raw_history
     if not isinstance(raw_history, list):
-        raise RequestError("history", f"must be a list, got {type(raw_history).__name__}")
+        raise RequestError("history", f"must be a list, got {json_type(raw_history)}")
     if len(raw_history) > limits.max_history_items:
         raise RequestError(
             "history", f"has {len(raw_history)} items, over the limit", limits.max_history_items
@@ -137,7 +202,7 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
             raise RequestError(f"history[{i}]", "must be an object")
         extra = set(item) - {"question", "kind", "markdown", "summary", "rescued", "quote"}
         if extra:
-            raise RequestError(where + sorted(extra)[0], "is not a known field")
+            raise RequestError(where + _field_name(sorted(extra)[0]), "is not a known field")
         kind = _string(item, "kind", where, 20, required=True)
         if kind not in HISTORY_KINDS:
             raise RequestError(where + "kind", f"must be one of {', '.join(HISTORY_KINDS)}")

@@ -35,6 +35,8 @@ from browsing import (
 )
 from corpora import EXAMPLE_SITE
 from docpilot_runtime.app import create_app
+from docpilot_runtime.caps import LimitSettings
+from docpilot_runtime.security_headers import PAGE_POLICY, HeaderSettings
 from docpilot_runtime.settings import Settings
 from playwright.sync_api import Page
 from servers.runtime import RunningServer, serve_app
@@ -78,10 +80,21 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     }
 
 
+OTHER_ORIGIN_POLICY = PAGE_POLICY.replace(
+    "connect-src 'self'", "connect-src 'self' http://127.0.0.1:*"
+)
+
+
 @pytest.fixture(scope="session")
 def runtime_settings() -> Settings:
-    """The runtime's settings for the browser tests (no provider: turns settle as passages)."""
-    return Settings()
+    """The runtime's settings for the browser tests (no provider: turns settle as passages),
+    with the rate caps off (every test is one loopback client) and the default page CSP
+    widened, as an owner would, to let the widget call a runtime on another loopback
+    origin (`slow_api`)."""
+    return Settings(
+        caps=LimitSettings(answers_per_minute=0, answers_per_minute_per_client=0),
+        headers=HeaderSettings(page_policy=OTHER_ORIGIN_POLICY),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -155,6 +168,13 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         ".mjs": "text/javascript",
         ".js": "text/javascript",
     }
+
+    def end_headers(self) -> None:
+        # The page policy the runtime sends, as an owner's static host would: static
+        # mode (Pyodide in a module worker) must work under it.
+        self.send_header("Content-Security-Policy", HeaderSettings().page_csp())
+        self.send_header("X-Content-Type-Options", "nosniff")
+        super().end_headers()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

@@ -18,10 +18,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
 from docpilot_runtime.app import create_app
+from docpilot_runtime.caps import LimitSettings
+from docpilot_runtime.serving import uvicorn_config
 from docpilot_runtime.settings import Settings
 from starlette.types import ASGIApp
 
@@ -54,11 +57,16 @@ def _wait_until_started(server: uvicorn.Server, thread: threading.Thread) -> Non
 
 
 @contextmanager
-def serve_app(app: ASGIApp, host: str = "127.0.0.1") -> Iterator[RunningServer]:
-    """Serve ``app`` on a free port of ``host`` for the duration of the block."""
+def serve_app(
+    app: ASGIApp, host: str = "127.0.0.1", settings: Settings | None = None, **options: Any
+) -> Iterator[RunningServer]:
+    """Serve ``app`` on a free port of ``host`` for the duration of the block, configured
+    as `docpilot serve` configures uvicorn for ``settings`` (``options`` override)."""
     # port=0: the kernel picks a free port, so parallel runs cannot collide.
     # log_config=None: leave the process's logging alone, so caplog sees every record.
-    config = uvicorn.Config(app, host=host, port=0, log_level="warning", log_config=None)
+    # The configuration of `docpilot serve` (connection limits, no proxy headers).
+    chosen = {"log_level": "warning", "log_config": None, **options}
+    config = uvicorn_config(app, settings or Settings(), host, 0, **chosen)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()
@@ -74,8 +82,11 @@ def serve_app(app: ASGIApp, host: str = "127.0.0.1") -> Iterator[RunningServer]:
 
 
 def example_settings() -> Settings:
-    """Default settings plus one allowed CORS origin (``ALLOWED_ORIGIN``)."""
-    return Settings(cors_origins=(ALLOWED_ORIGIN,))
+    """Default settings plus one allowed CORS origin (``ALLOWED_ORIGIN``), with the rate
+    caps off: every test shares this server from one loopback address (the caps have
+    their own tests, on their own servers)."""
+    no_caps = LimitSettings(answers_per_minute=0, answers_per_minute_per_client=0)
+    return Settings(cors_origins=(ALLOWED_ORIGIN,), caps=no_caps)
 
 
 @pytest.fixture(scope="session")
