@@ -23,7 +23,7 @@ from docpilot_runtime.caps import (
     client_address,
     parse_networks,
 )
-from docpilot_runtime.providers.base import ProviderSettings
+from docpilot_runtime.providers.config import ProviderSettings
 from docpilot_runtime.settings import Settings, SettingsError, load_settings
 from docpilot_runtime.turn import load_runtime
 from servers.anthropic_messages import answer_reply

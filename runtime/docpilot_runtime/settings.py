@@ -168,7 +168,7 @@ def _headers(raw: Mapping[str, Any], file: Path) -> HeaderSettings:
             f"{file} [headers]: page_policy must be one line without frame-ancestors "
             "(set those with frame_ancestors)"
         )
-    ancestors = checked.get("frame_ancestors", ())
+    ancestors = checked.get("frame_ancestors", HeaderSettings.frame_ancestors)
     if not all(a and not any(c in a for c in " ;,\r\n") for a in ancestors):
         raise OptionsError(
             f"{file} [headers]: frame_ancestors must be a list of CSP sources "
