@@ -132,7 +132,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         log.info(report.summary())
         if self.widget is not None:
             try:
-                install_widget(Path(config.site_dir), self.widget_options, log=log.info)
+                install_widget(Path(config.site_dir), self.widget_options, log.info, report.bundle)
             except BrowserRuntimeError as exc:
                 # Without Pyodide the widget sends nothing (it cannot check for secrets).
                 raise PluginError(f"DocPilot: {exc}") from None

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from corpora import EXAMPLE_SITE, ROOT
 from docpilot_runtime import browser, static_assets
-from docpilot_runtime.bundle import bundle_path, load_bundle
+from docpilot_runtime.bundle import BundleError, bundle_path, encode_static, load_bundle
 from docpilot_runtime.cli import main as cli_main
 from docpilot_runtime.static_assets import (
     BROWSER_MODULES,
@@ -135,6 +135,21 @@ def _without_turn_id(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "turn_id"}
 
 
+def _devset_requests() -> list[dict[str, Any]]:
+    """Every dev-set question, alone, after its history question, and on a page."""
+    lines = (ROOT / "benchmarks" / "devset" / "example-site.jsonl").read_text(encoding="utf-8")
+    bodies: list[dict[str, Any]] = []
+    for i, line in enumerate(lines.splitlines()):
+        case = json.loads(line)
+        body: dict[str, Any] = {"question": case["question"]}
+        if case.get("history_question"):
+            body["history"] = [{"question": case["history_question"], "kind": "passages"}]
+        if case.get("pages") and i % 3 == 0:
+            body["page"] = "/" + case["pages"][0]
+        bodies.append(body)
+    return bodies
+
+
 def test_static_mode_answers_exactly_like_the_server_in_lexical_mode(
     lexical_site: Path, static_text: str
 ) -> None:
@@ -142,7 +157,9 @@ def test_static_mode_answers_exactly_like_the_server_in_lexical_mode(
     assert runtime.site_for(None).mode == "lexical"
     browser.load_static(static_text)
     kinds, rescued = set(), 0
-    for body in REQUESTS:
+    bodies = [*REQUESTS, *_devset_requests()]
+    assert len(bodies) > 100
+    for body in bodies:
         request = parse_ask_request(body, Limits())
         expected = _in_own_thread(lambda r=request: asyncio.run(runtime.ask(r))).to_dict()
         got = json.loads(browser.ask_static(json.dumps(body)))
@@ -188,9 +205,9 @@ def test_static_mode_refuses_bad_requests_like_the_server(static_text: str) -> N
 
 
 def test_load_static_names_the_file_when_given_the_msgpack_bundle(lexical_site: Path) -> None:
-    with pytest.raises(browser.StaticIndexError, match=r"bundle\.msgpack.*static\.json"):
+    with pytest.raises(BundleError, match=r"bundle\.msgpack.*static\.json"):
         browser.load_static(bundle_path(lexical_site).read_bytes(), where="bundle.msgpack")
-    with pytest.raises(browser.StaticIndexError, match="'format'"):
+    with pytest.raises(BundleError, match="'format'"):
         browser.load_static('{"format": "docpilot-bundle"}')
 
 
@@ -209,12 +226,15 @@ def test_static_index_is_deterministic_and_holds_only_what_static_mode_reads(
     lexical_site: Path, static_text: str
 ) -> None:
     bundle = load_bundle(lexical_site)
-    again = browser.static_index_json(bundle.data, bundle.hash)
+    again = encode_static(bundle)
     assert again == static_text.encode("utf-8")
     data = json.loads(static_text)
-    assert len(data["units"]) == len(bundle.units) and len(data["pages"]) == len(bundle.pages)
-    assert data["gate"]["lexical"] == bundle.gate["lexical"]
-    assert "vectors" not in data and "embedder" not in data
+    assert len(data["units"]["id"]) == len(bundle.units) and len(data["pages"]) == len(bundle.pages)
+    assert data["bundle_hash"] == bundle.hash
+    assert data["vectors"] is None and data["embedder"] is None and "hybrid" not in data["gate"]
+    decoded = browser.static_site(static_text).bundle
+    assert decoded.units == bundle.units and decoded.lexical == bundle.lexical
+    assert decoded.gate.lexical == bundle.gate.lexical
 
 
 # --- Installing the runtime into site/ -----------------------------------------------------

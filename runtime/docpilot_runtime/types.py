@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 Kind = Literal["answer", "refusal", "passages", "social", "credential"]
 HISTORY_KINDS = ("answer", "refusal", "passages", "social", "credential")
+# Kinds of an earlier turn that answered: they anchor a follow-up and its memory.
+COMPLETED_KINDS = ("answer", "passages")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from posixpath import relpath
 from typing import Any
 
+from .bundle import Bundle
 from .index.options import OptionsError
 from .static_assets import install_browser_runtime
 
@@ -185,16 +186,17 @@ def copy_widget(site_dir: Path) -> None:
 
 
 def install_widget(
-    site_dir: Path, options: WidgetOptions, log: Callable[[str], None] = lambda _m: None
+    site_dir: Path,
+    options: WidgetOptions,
+    log: Callable[[str], None] = lambda _m: None,
+    bundle: Bundle | None = None,
 ) -> None:
     """The widget's files plus Pyodide and our browser wheel, which its worker needs for
     the in-browser credential check (in every mode) and, in static mode, the static index.
     Raises BrowserRuntimeError (naming the ways to provide Pyodide) when it is missing:
     without it the widget would send nothing."""
     copy_widget(site_dir)
-    install_browser_runtime(
-        site_dir, options.pyodide_url or None, log=log, static_mode=options.static_mode
-    )
+    install_browser_runtime(site_dir, options.pyodide_url or None, log, options.static_mode, bundle)
 
 
 def inject_built_site(

@@ -19,6 +19,8 @@ const CORE_TESTS = [
   "tests/test_social.py",
   "tests/test_validate.py",
   "tests/test_memory.py",
+  "tests/test_gate.py",
+  "tests/test_tokenize.py",
   "tests/pyodide",
 ];
 
