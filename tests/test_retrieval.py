@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from docpilot_runtime.bundle import load_bundle
+from docpilot_runtime.bundle import encode_static, load_bundle
 from docpilot_runtime.dense import DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.gate import Signals, calibrate_mode, confidence, gate_score
 from docpilot_runtime.index.build import index_site
@@ -215,3 +217,44 @@ def test_gate_threshold_sits_above_most_off_topic_scores() -> None:
     assert sum(s >= params.threshold for s in scores) <= 2
     assert all(gate_score(s, params) >= params.threshold for s in covered)
     assert confidence(params.threshold, params.threshold) == 50
+
+
+# --- What the turn core and the server's turn import ---------------------------------------
+
+HEAVY = (
+    "numpy",
+    "httpx",
+    "lxml",
+    "mkdocs",
+    "docpilot_runtime.widget",
+    "docpilot_runtime.static_assets",
+)
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after running ``code``."""
+    script = f"import sys\n{code}\nprint('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+def test_a_lexical_turn_through_the_core_loads_no_numpy_httpx_lxml_mkdocs_or_installer(
+    lexical_example: Site,
+) -> None:
+    static = encode_static(lexical_example.bundle).decode("utf-8")
+    code = (
+        "import json\nfrom docpilot_runtime import browser\n"
+        f"browser.load_static({static!r})\n"
+        "result = json.loads(browser.ask_static(json.dumps({'question': %r})))\n"
+        "assert result['kind'] == 'passages', result\n" % COVERED
+    )
+    loaded = _loaded_after(code)
+    assert "docpilot_runtime.retrieval" in loaded
+    assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+def test_importing_the_servers_turn_loads_neither_the_installer_nor_mkdocs_nor_lxml() -> None:
+    loaded = _loaded_after("import docpilot_runtime.turn")
+    assert "docpilot_runtime.turn" in loaded
+    assert not loaded & {"lxml", "mkdocs", "docpilot_runtime.static_assets"}

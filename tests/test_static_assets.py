@@ -337,6 +337,27 @@ def test_with_a_pyodide_url_no_pyodide_file_is_copied_and_old_ones_go(
     assert names == {browser_wheel()[0], LOCK_NAME}
 
 
+def test_browser_wheel_holds_exactly_the_modules_static_mode_imports() -> None:
+    script = (
+        "import sys\nimport docpilot_runtime.browser\n"
+        "print('\\n'.join(m for m in sys.modules if m.startswith('docpilot_runtime')))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    imported = {
+        m.removeprefix("docpilot_runtime").lstrip(".") or "__init__" for m in done.stdout.split()
+    }
+    _, wheel = browser_wheel()
+    with zipfile.ZipFile(io.BytesIO(wheel)) as archive:
+        shipped = {
+            n.removeprefix("docpilot_runtime/").removesuffix(".py")
+            for n in archive.namelist()
+            if n.endswith(".py")
+        }
+    assert shipped == imported
+    assert "validate" not in shipped and "memory" not in shipped
+
+
 def test_browser_wheel_is_reproducible_and_holds_only_the_browser_core() -> None:
     name, wheel = browser_wheel()
     assert browser_wheel() == (name, wheel)

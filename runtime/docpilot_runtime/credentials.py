@@ -129,9 +129,13 @@ for _index, _fmt in enumerate(TOKEN_FORMATS):
 _PREFIX_LENGTHS = sorted({len(hint) for hint in _ROWS_BY_PREFIX})
 _LONGEST_PREFIX = _PREFIX_LENGTHS[-1]
 _SCANNED_ROWS = [fmt for fmt in TOKEN_FORMATS if not fmt.at_start]
-_SCANNED_HINTS = re.compile("|".join(sorted(
-    {re.escape(hint) for fmt in _SCANNED_ROWS for hint in fmt.hints}, key=len, reverse=True
-)))
+_SCANNED_HINTS = re.compile(
+    "|".join(
+        sorted(
+            {re.escape(hint) for fmt in _SCANNED_ROWS for hint in fmt.hints}, key=len, reverse=True
+        )
+    )
+)
 
 
 def _vendor_tokens(text: str, lowered: str) -> list[CredentialMatch]:
@@ -139,8 +143,11 @@ def _vendor_tokens(text: str, lowered: str) -> list[CredentialMatch]:
     same_length = len(lowered) == len(text)
     for run in _TOKEN_RUN.finditer(text):
         start = run.start()
-        head = (lowered[start : start + _LONGEST_PREFIX] if same_length
-                else run.group()[:_LONGEST_PREFIX].lower())
+        head = (
+            lowered[start : start + _LONGEST_PREFIX]
+            if same_length
+            else run.group()[:_LONGEST_PREFIX].lower()
+        )
         rows = sorted({i for n in _PREFIX_LENGTHS for i in _ROWS_BY_PREFIX.get(head[:n], ())})
         for index in rows:
             fmt = TOKEN_FORMATS[index]
@@ -311,8 +318,9 @@ def _command_line_passwords(text: str) -> list[CredentialMatch]:
             continue
         if _looks_like_password(password, min_classes=2, min_len=6) or _looks_random(password):
             start, end = m.span(group)
-            return [CredentialMatch("password_assignment", "password on a command line",
-                                    start, end)]
+            return [
+                CredentialMatch("password_assignment", "password on a command line", start, end)
+            ]
     return []
 
 
@@ -452,14 +460,18 @@ def _previous_word(text: str, start: int) -> str:
 
 
 def _is_password_word(word: str) -> bool:
-    return word in PASSWORD_WORDS or word.endswith(PASSWORD_SUFFIXES) or word.startswith(
-        ("парол", "비밀번호")
+    return (
+        word in PASSWORD_WORDS
+        or word.endswith(PASSWORD_SUFFIXES)
+        or word.startswith(("парол", "비밀번호"))
     )
 
 
 def _is_secret_word(word: str) -> bool:
-    return word in SECRET_WORDS or word.endswith(SECRET_SUFFIXES) or word.startswith(
-        ("токен", "секрет", "토큰")
+    return (
+        word in SECRET_WORDS
+        or word.endswith(SECRET_SUFFIXES)
+        or word.startswith(("токен", "секрет", "토큰"))
     )
 
 
@@ -475,8 +487,13 @@ def _name_family(words: list[str], previous: str) -> str | None:
         return "password"
     if any(_is_secret_word(w) for w in words):
         return "secret"
-    keyish = [w for w in words if w in KEY_WORDS or w.startswith(("ключ", "키")) or (
-        w.endswith("key") and w[:-3] in KEY_QUALIFIERS)]
+    keyish = [
+        w
+        for w in words
+        if w in KEY_WORDS
+        or w.startswith(("ключ", "키"))
+        or (w.endswith("key") and w[:-3] in KEY_QUALIFIERS)
+    ]
     if keyish:
         # Only English "key" alone is vague (primary key, cache key); "clave", "Schlüssel",
         # "ключ" in a docs question mean a credential, and their qualifier often follows.
@@ -527,7 +544,7 @@ def _skip_prose_filler(text: str, pos: int) -> int:
 
 
 def _read_value(text: str, pos: int, prose: bool) -> tuple[str, int, int] | None:
-    if text.startswith(("f\"", "f'", "b\"", "b'"), pos):
+    if text.startswith(('f"', "f'", 'b"', "b'"), pos):
         pos += 1
     if pos < len(text) and text[pos] in "\"'`":
         close = text.find(text[pos], pos + 1, pos + 258)
@@ -620,14 +637,79 @@ _PREFIXED_TOKEN = re.compile(
 )
 # First segments that name public keys, digests and object ids (Stripe `pi_`, OpenAI `file-`,
 # Anthropic `msg_`): random-looking, but not secrets.
-_ID_PREFIXES = frozenset({
-    "pk", "pub", "public", "publishable", "sha1", "sha256", "sha384", "sha512", "md5", "id",
-    "uid", "uuid", "user", "org", "cus", "ch", "pi", "pm", "py", "evt", "sub", "price", "prod",
-    "acct", "req", "msg", "file", "asst", "thread", "run", "batch", "ft", "chatcmpl", "toolu",
-    "call", "resp", "img", "data", "v", "tag", "rev", "build", "commit", "release", "sess",
-    "cs", "seti", "src", "tok", "txn", "po", "re", "in", "ii", "il", "card", "ba", "btok",
-    "cmpl", "vs", "modr", "step", "ws", "proj", "project", "pipeline", "job", "trace", "span",
-})
+_ID_PREFIXES = frozenset(
+    {
+        "pk",
+        "pub",
+        "public",
+        "publishable",
+        "sha1",
+        "sha256",
+        "sha384",
+        "sha512",
+        "md5",
+        "id",
+        "uid",
+        "uuid",
+        "user",
+        "org",
+        "cus",
+        "ch",
+        "pi",
+        "pm",
+        "py",
+        "evt",
+        "sub",
+        "price",
+        "prod",
+        "acct",
+        "req",
+        "msg",
+        "file",
+        "asst",
+        "thread",
+        "run",
+        "batch",
+        "ft",
+        "chatcmpl",
+        "toolu",
+        "call",
+        "resp",
+        "img",
+        "data",
+        "v",
+        "tag",
+        "rev",
+        "build",
+        "commit",
+        "release",
+        "sess",
+        "cs",
+        "seti",
+        "src",
+        "tok",
+        "txn",
+        "po",
+        "re",
+        "in",
+        "ii",
+        "il",
+        "card",
+        "ba",
+        "btok",
+        "cmpl",
+        "vs",
+        "modr",
+        "step",
+        "ws",
+        "proj",
+        "project",
+        "pipeline",
+        "job",
+        "trace",
+        "span",
+    }
+)
 
 
 def _prefixed_random_tokens(text: str) -> list[CredentialMatch]:
@@ -668,8 +750,7 @@ def _is_patterned(lowered: str) -> bool:
         return True
     even, odd = core[::2], core[1::2]  # "a1b2c3d4e5f6": two interleaved sequences
     if any(
-        _is_sequence(even[i : i + 5]) and _is_sequence(odd[i : i + 5])
-        for i in range(len(odd) - 4)
+        _is_sequence(even[i : i + 5]) and _is_sequence(odd[i : i + 5]) for i in range(len(odd) - 4)
     ):
         return True
     n = len(core)
@@ -787,11 +868,20 @@ def _looks_random(value: str, *, strong: bool = False, allow_hex: bool = True) -
     core = "".join(ch for ch in value if ch.isalnum())
     if _HEX.fullmatch(core):
         has_both = any(c.isdigit() for c in core) and any(c.isalpha() for c in core)
-        return allow_hex and not strong and len(core) >= 20 and has_both and (
-            _entropy(core) >= _entropy_floor(len(core))
+        return (
+            allow_hex
+            and not strong
+            and len(core) >= 20
+            and has_both
+            and (_entropy(core) >= _entropy_floor(len(core)))
         )
-    classes = sum((any(c.islower() for c in core), any(c.isupper() for c in core),
-                   any(c.isdigit() for c in core)))
+    classes = sum(
+        (
+            any(c.islower() for c in core),
+            any(c.isupper() for c in core),
+            any(c.isdigit() for c in core),
+        )
+    )
     if classes < (3 if strong else 2) or len(core) < 12:
         return False
     if not _mixes_like_random(core) or _words_only(value):
@@ -824,8 +914,14 @@ def _looks_like_password(value: str, *, min_classes: int = 3, min_len: int = 8) 
     symbol = any(not c.isalnum() and c not in "_-." for c in value)
     if _words_only(value) and not symbol:
         return False
-    classes = sum((any(c.islower() for c in value), any(c.isupper() for c in value),
-                   any(c.isdigit() for c in value), symbol))
+    classes = sum(
+        (
+            any(c.islower() for c in value),
+            any(c.isupper() for c in value),
+            any(c.isdigit() for c in value),
+            symbol,
+        )
+    )
     return classes >= min_classes
 
 

@@ -587,8 +587,7 @@ _TEMPLATES: dict[str, dict[Intent, str]] = {
             "sections ka istemaal kiya, unka hawaala doonga."
         ),
         "thanks": (
-            "Koi baat nahi! {site} ke baare mein kuch aur samajh na aaye to bejhijhak "
-            "poochhiye."
+            "Koi baat nahi! {site} ke baare mein kuch aur samajh na aaye to bejhijhak poochhiye."
         ),
         "farewell": "Phir milenge! {site} ke baare mein koi sawaal ho to kabhi bhi wapas aaiye.",
         "identity": (

@@ -18,7 +18,6 @@ from typing import Any
 
 from .bundle import Bundle
 from .index.options import OptionsError
-from .static_assets import install_browser_runtime
 
 WIDGET_DIR = "docpilot"  # under site_dir, next to the bundle
 WIDGET_SCRIPT = "docpilot.js"
@@ -196,6 +195,8 @@ def install_widget(
     Raises BrowserRuntimeError (naming the ways to provide Pyodide) when it is missing:
     without it the widget would send nothing."""
     copy_widget(site_dir)
+    from .static_assets import install_browser_runtime  # the build's, not the runtime's
+
     install_browser_runtime(site_dir, options.pyodide_url or None, log, options.static_mode, bundle)
 
 

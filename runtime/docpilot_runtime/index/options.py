@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..embedders import EmbedderSpec
-from .units import DEFAULT_MAX_SECTION_CHARS
+
+# Not in units.py: that imports the HTML parser (lxml), which reading settings must not.
+DEFAULT_MAX_SECTION_CHARS = 6000
 
 DEFAULT_CACHE_DIR = ".cache/docpilot"
 _EMBEDDER_KEYS = {"name", "model", "dims", "base_url", "api_key_env", "batch_size", "timeout"}
