@@ -48,7 +48,9 @@ def _bundle() -> Bundle:
     )
     lexical = build_lexical([LexicalDoc(u.title, " ".join(u.breadcrumb), u.text) for u in units])
     anchors = {n: Anchor(0.1, 0.6) for n in ("lexical_strength", "lexical_margin")}
-    gate = GateParams({"lexical_strength": 0.7, "lexical_margin": 0.3}, anchors, 0.4, {"covered": 3})
+    gate = GateParams(
+        {"lexical_strength": 0.7, "lexical_margin": 0.3}, anchors, 0.4, {"covered": 3}
+    )
     return Bundle(
         path=WHERE,
         hash="",
@@ -123,7 +125,9 @@ def test_static_index_is_the_bundle_minus_vectors_and_decodes_back() -> None:
     assert static.hash == bundle.hash and static.vectors is None and static.embedder is None
     broken = json.loads(text)
     broken["lexical"]["tfs"] = "not base64!"
-    with pytest.raises(BundleError, match=r"static\.json: field 'lexical\.tfs' is not valid base64"):
+    with pytest.raises(
+        BundleError, match=r"static\.json: field 'lexical\.tfs' is not valid base64"
+    ):
         decode_static(json.dumps(broken), "static.json")
 
 
@@ -238,9 +242,7 @@ def test_a_truncated_file_is_a_bundle_error(cut: int) -> None:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.lists(
-        st.tuples(st.integers(0, len(RAW) - 1), st.integers(1, 255)), min_size=1, max_size=4
-    )
+    st.lists(st.tuples(st.integers(0, len(RAW) - 1), st.integers(1, 255)), min_size=1, max_size=4)
 )
 def test_random_byte_flips_decode_or_fail_as_a_bundle_error(flips: list[tuple[int, int]]) -> None:
     raw = bytearray(RAW)
