@@ -6,7 +6,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -279,3 +282,18 @@ def test_any_value_anywhere_decodes_or_fails_as_a_bundle_error(
         parse_bundle(_repack(data), WHERE)
     except BundleError as exc:
         assert str(exc).startswith(WHERE + ": ")
+
+
+def test_docpilot_ask_on_a_unit_lacking_text_exits_naming_the_field(tmp_path: Path) -> None:
+    data = copy.deepcopy(DATA)
+    data["units"]["text"][3] = None
+    target = tmp_path / "site" / "docpilot" / "bundle.msgpack"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(_repack(data))
+    docpilot = Path(sys.executable).with_name("docpilot")
+    done = subprocess.run(
+        [str(docpilot), "ask", str(tmp_path / "site"), "hello"], capture_output=True, text=True
+    )
+    assert done.returncode != 0 and done.stdout == ""
+    assert "'units.text[3]' should be a string" in done.stderr
+    assert "Traceback" not in done.stderr
