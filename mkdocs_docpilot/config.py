@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from docpilot_runtime.index.options import DEFAULT_CACHE_DIR
-from docpilot_runtime.index.options import DEFAULT_MAX_SECTION_CHARS
+from docpilot_runtime.index.options import DEFAULT_CACHE_DIR, DEFAULT_MAX_SECTION_CHARS
 from mkdocs.config import config_options as c
 from mkdocs.config.base import Config
 
