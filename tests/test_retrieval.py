@@ -3,6 +3,7 @@ the reader's page first, and lexical mode."""
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import subprocess
@@ -240,14 +241,19 @@ def _loaded_after(code: str) -> set[str]:
 
 
 def test_a_lexical_turn_through_the_core_loads_no_numpy_httpx_lxml_mkdocs_or_installer(
-    lexical_example: Site,
+    lexical_example: Site, tmp_path: Path
 ) -> None:
-    static = encode_static(lexical_example.bundle).decode("utf-8")
-    code = (
-        "import json\nfrom docpilot_runtime import browser\n"
-        f"browser.load_static({static!r})\n"
-        "result = json.loads(browser.ask_static(json.dumps({'question': %r})))\n"
-        "assert result['kind'] == 'passages', result\n" % COVERED
+    static = tmp_path / "static.json"
+    static.write_bytes(encode_static(lexical_example.bundle))
+    body = json.dumps({"question": COVERED})
+    code = "\n".join(
+        [
+            "import json, pathlib",
+            "from docpilot_runtime import browser",
+            f"browser.load_static(pathlib.Path({str(static)!r}).read_bytes())",
+            f"result = json.loads(browser.ask_static({body!r}))",
+            "assert result['kind'] == 'passages', result",
+        ]
     )
     loaded = _loaded_after(code)
     assert "docpilot_runtime.retrieval" in loaded
