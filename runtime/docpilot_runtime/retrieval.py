@@ -271,7 +271,7 @@ class Site:
             "pages": len(self.bundle.pages),
             "embedder": None
             if embedder is None
-            else {"name": embedder.name, "model": embedder.model or None, "dims": embedder.dims},
+            else {"name": embedder.name, "model": embedder.model, "dims": embedder.dims},
             "mode": self.mode,
             "retriever": self.mode,
             "threshold": self.gate_params(self.mode).threshold,
