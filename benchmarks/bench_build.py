@@ -25,8 +25,9 @@ does), with the default embedder (WordLlama) loaded once beforehand:
 Goals: >= 2,000 units/s cold; warm >= 50x faster than cold; whole bundle gzipped <=
 Material's search_index.json gzipped; a 10k-unit bundle loads in <= 20 ms.
 
-Run: ``.venv/bin/python benchmarks/bench_build.py [--quick]``; ``--quick`` skips the
-5,000-page site (the 10k-unit bundle is still made, from the first pages only).
+Run: ``.venv/bin/python benchmarks/bench_build.py [--quick | --only-10k]``; ``--quick``
+skips the 5,000-page site (the 10k-unit bundle is still made, from the first pages only);
+``--only-10k`` indexes and times the 10k-unit bundle alone.
 Everything is written under ``benchmarks/out/bench_build/``; results also go to
 ``benchmarks/out/bench_build/results.json``.
 """
@@ -62,6 +63,7 @@ from docpilot_runtime.index import build
 from docpilot_runtime.index.build import BuildReport, PageSource, collect_pages, index_site
 from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.lexical import LexicalIndex
+from docpilot_runtime.site_loader import dense_index
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -280,11 +282,11 @@ def bundle_parts(raw: bytes) -> list[tuple[str, bytes]]:
         ),
         ("lexical (BM25 blocks)", pack(data["lexical"])),
         ("pages + metadata", pack({k: data[k] for k in meta_keys})),
-        ("units: records", pack(units)),
-        ("  of which unit text", pack([u["text"] for u in units])),
+        ("units: records (column-wise)", pack(units)),
+        ("  of which unit text", pack(units["text"])),
         (
             "  of which id/url/title/breadcrumb/page",
-            pack([{k: v for k, v in u.items() if k != "text"} for u in units]),
+            pack({k: v for k, v in units.items() if k != "text"}),
         ),
         ("  lexical: terms", pack(data["lexical"]["terms"])),
         ("  lexical: offsets", pack(data["lexical"]["offsets"])),
@@ -296,18 +298,7 @@ def bundle_parts(raw: bytes) -> list[tuple[str, bytes]]:
 
 def load_everything(site_dir: Path) -> tuple[Any, LexicalIndex, DenseIndex | None]:
     bundle = load_bundle(site_dir)
-    lexical = LexicalIndex(bundle.data["lexical"])
-    dense = None
-    vectors, embedder = bundle.data.get("vectors"), bundle.embedder
-    if vectors is not None and embedder is not None:
-        center_raw = embedder.get("center")
-        center = (
-            np.frombuffer(center_raw, "<f4")
-            if center_raw
-            else np.zeros(vectors["dims"], np.float32)
-        )
-        dense = DenseIndex.from_bytes(vectors["bits"], vectors["count"], vectors["dims"], center)
-    return bundle, lexical, dense
+    return bundle, LexicalIndex(bundle.lexical), dense_index(bundle)
 
 
 def load_times(site_dir: Path) -> dict[str, float]:
@@ -336,7 +327,7 @@ def measure_load(site_dir: Path, runs: int = 15) -> dict[str, float]:
     ):
         gc.collect()
         times[name] = median_ms(fn, runs)
-    lexical = msgpack.unpackb(raw, raw=False, strict_map_key=True)["lexical"]
+    lexical = load_bundle(site_dir).lexical
     gc.collect()
     times["LexicalIndex"] = median_ms(lambda: LexicalIndex(lexical), runs)
     return times
@@ -546,6 +537,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="skip the 5,000-page synthetic site")
     parser.add_argument("--load-times", metavar="SITE_DIR", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--only-10k", action="store_true", help="only the 10k-unit bundle (index it, time its load)"
+    )
     args = parser.parse_args()
     if args.load_times:
         print(json.dumps(measure_load(Path(args.load_times))))
@@ -558,7 +552,9 @@ def main() -> None:
     load_s = time.perf_counter() - t0
     sites: list[Site] = []
 
-    if (EXAMPLE_SITE / "mkdocs.yml").exists():
+    if args.only_10k:
+        pass
+    elif (EXAMPLE_SITE / "mkdocs.yml").exists():
         config = example_config(OUT / "example")
         seconds = mkdocs_build(config, OUT / "example" / "site")
         sites.append(
@@ -576,7 +572,7 @@ def main() -> None:
     config = reduced_config(
         MATERIAL, OUT / "material", {"cache_dir": str(OUT / "material" / "plugin-cache")}
     )
-    seconds = mkdocs_build(config, OUT / "material" / "site")
+    seconds = 0.0 if args.only_10k else mkdocs_build(config, OUT / "material" / "site")
     sites.append(
         Site(
             "material",
@@ -601,7 +597,9 @@ def main() -> None:
         cold_runs=1,
         warm_runs=2,
     )
-    if not args.quick:
+    if args.only_10k:
+        sites.clear()
+    elif not args.quick:
         sites.append(synthetic)
 
     subset_pages = first_pages_reaching(synthetic, SUBSET_UNITS)

@@ -39,8 +39,8 @@ from common import tree_state  # noqa: E402
 from corpora import EXAMPLE_SITE, mkdocs_build  # noqa: E402
 from docpilot_runtime.app import create_app  # noqa: E402
 from docpilot_runtime.providers import ProviderSettings  # noqa: E402
-from docpilot_runtime.retrieval import load_site  # noqa: E402
 from docpilot_runtime.settings import Settings  # noqa: E402
+from docpilot_runtime.site_loader import load_site  # noqa: E402
 from docpilot_runtime.types import AskRequest  # noqa: E402
 from servers.anthropic_messages import AnthropicServer, Fault, answer_reply  # noqa: E402
 from servers.runtime import RunningServer, serve_app  # noqa: E402
@@ -101,8 +101,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         site_dir = Path(tmp) / "site"
         mkdocs_build(EXAMPLE_SITE / "mkdocs.yml", "--site-dir", str(site_dir))
-        site = load_site(site_dir, "/", Settings())
-        first = site.bundle.units[site.retrieve(AskRequest(QUESTION)).ordered()[0]].id
+        site = load_site(site_dir, "/")
+        first = site.bundle.units[site.retrieve(AskRequest(QUESTION)).model_order()[0]].id
         with AnthropicServer() as provider_server:
             provider = ProviderSettings(
                 kind="anthropic", base_url=provider_server.base_url, model="bench", retries=0

@@ -14,14 +14,15 @@ its ``history_question`` as one earlier answered turn, so the composed channel c
 For each variant:
 
 * page recall@1 / @5 over the ``expect: answer`` rows: the first distinct pages of
-  ``Retrieval.ordered()`` against the row's ``pages`` (any one counts);
+  ``Retrieval.ranking.order`` against the row's ``pages`` (any one counts);
 * gate accuracy: ``passed`` equals ``expect == "answer"``, overall and per kind;
 * mean confidence per kind;
 * follow-ups: how many pass asked alone, how many pass with their history, and how many of
   those were ``rescued`` by the composed question.
 
-Variants set ``retrieval``'s module constants: ``RERANK`` fused / dense / blend x the dense
-leg's ``RRF_WEIGHTS`` 1.0 / 0.5, and lexical only (the hybrid bundle with no dense index),
+Variants are ``RetrievalParams`` values (``dataclasses.replace`` of the defaults):
+``rerank`` fused / dense x the dense leg's ``dense_weight`` 1.0 / 0.5, and lexical only
+(the hybrid bundle with no dense index),
 beside the ``embedder: none`` bundle. The gate reads raw channel signals, not the fused
 order, so its columns move only between hybrid and lexical; recall moves with the variant.
 
@@ -33,21 +34,20 @@ Run: ``.venv/bin/python benchmarks/bench_retrieval.py [--workdir DIR] [--no-mate
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from common import tree_state
-from docpilot_runtime import retrieval
-from docpilot_runtime.retrieval import Searcher, Site, load_site
-from docpilot_runtime.settings import Settings
+from docpilot_runtime.params import DEFAULT_PARAMS, Rerank
+from docpilot_runtime.retrieval import Searcher, Site
+from docpilot_runtime.site_loader import load_site
 from docpilot_runtime.types import AskRequest, HistoryItem
 
 HERE = Path(__file__).resolve().parent
@@ -141,8 +141,8 @@ MATERIAL_QUESTIONS = [
 @dataclass(frozen=True)
 class Variant:
     name: str
-    rerank: str = "blend"
-    dense_weight: float = 1.0
+    rerank: Rerank = "fused"
+    dense_weight: float = DEFAULT_PARAMS.dense_weight
     lexical_only: bool = False
 
 
@@ -151,22 +151,17 @@ VARIANTS = [
     Variant("fused, dense w 0.5", "fused", 0.5),
     Variant("dense, dense w 1.0", "dense", 1.0),
     Variant("dense, dense w 0.5", "dense", 0.5),
-    Variant("blend, dense w 1.0", "blend", 1.0),
-    Variant("blend, dense w 0.5", "blend", 0.5),
     Variant("lexical only (no dense index)", lexical_only=True),
 ]
 
 
-@contextlib.contextmanager
-def variant_constants(variant: Variant) -> Iterator[None]:
-    """Set retrieval's module constants for one variant and put them back afterwards."""
-    saved = (retrieval.RERANK, dict(retrieval.RRF_WEIGHTS))
-    retrieval.RERANK = variant.rerank
-    retrieval.RRF_WEIGHTS = {"lexical": 1.0, "dense": variant.dense_weight}
-    try:
-        yield
-    finally:
-        retrieval.RERANK, retrieval.RRF_WEIGHTS = saved[0], saved[1]
+def with_variant(site: Site, variant: Variant) -> Site:
+    """The same bundle and scorers, searched with the variant's parameters."""
+    params = dataclasses.replace(
+        DEFAULT_PARAMS, rerank=variant.rerank, dense_weight=variant.dense_weight
+    )
+    dense = None if variant.lexical_only else site.searcher.dense
+    return dataclasses.replace(site, searcher=Searcher(site.searcher.lexical, dense, params))
 
 
 def mkdocs_build(config: Path, site_dir: Path) -> None:
@@ -237,7 +232,7 @@ def evaluate(site: Site, rows: Sequence[dict[str, Any]]) -> Outcome:
         out.confidence.setdefault(kind, []).append(result.confidence)
         if answerable:
             gold = {"/" + p.lstrip("/") for p in row["pages"]}
-            top = distinct_pages(site, result.ordered(), 5)
+            top = distinct_pages(site, result.ranking.order, 5)
             out.answerable += 1
             out.recall1 += bool(gold & set(top[:1]))
             out.recall5 += bool(gold & set(top))
@@ -248,10 +243,6 @@ def evaluate(site: Site, rows: Sequence[dict[str, Any]]) -> Outcome:
             out.followups_passed += result.passed
             out.followups_rescued += result.rescued
     return out
-
-
-def lexical_only(site: Site) -> Site:
-    return dataclasses.replace(site, searcher=Searcher(site.searcher.lexical, None))
 
 
 def fraction(right: int, total: int) -> str:
@@ -301,12 +292,9 @@ def run_variants(
 ) -> list[tuple[str, Outcome]]:
     results = []
     for variant in VARIANTS:
-        site = lexical_only(hybrid) if variant.lexical_only else hybrid
-        with variant_constants(variant):
-            results.append((variant.name, evaluate(site, rows)))
+        results.append((variant.name, evaluate(with_variant(hybrid, variant), rows)))
     for name, site in extra:
-        with variant_constants(Variant(name)):
-            results.append((name, evaluate(site, rows)))
+        results.append((name, evaluate(site, rows)))
     return results
 
 
@@ -325,8 +313,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     mkdocs_build(EXAMPLE_SITE / "mkdocs.yml", hybrid_dir)
     mkdocs_build(lexical_config(workdir), lexical_dir)
-    hybrid = load_site(hybrid_dir, "/", Settings())
-    lexical = load_site(lexical_dir, "/", Settings())
+    hybrid = load_site(hybrid_dir, "/")
+    lexical = load_site(lexical_dir, "/")
     if hybrid.mode != "hybrid" or lexical.mode != "lexical":
         raise SystemExit(f"expected hybrid and lexical bundles, got {hybrid.mode}, {lexical.mode}")
     print(f"# tree: {tree_state()}")
@@ -335,12 +323,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"example-site: {len(hybrid.bundle.units)} units, {len(hybrid.bundle.pages)} pages; "
         f"dev set {len(rows)} questions ("
         + ", ".join(f"{k} {n}" for k, n in counts.items())
-        + f"); defaults RERANK={retrieval.RERANK!r}, RRF_WEIGHTS={retrieval.RRF_WEIGHTS}"
+        + f"); defaults rerank={DEFAULT_PARAMS.rerank!r}, dense_weight={DEFAULT_PARAMS.dense_weight}"
     )
     print(
-        f"gate thresholds: hybrid {hybrid.gate_params('hybrid')['threshold']:.3f}, "
-        f"lexical {hybrid.gate_params('lexical')['threshold']:.3f} "
-        f"(embedder: none bundle {lexical.gate_params('lexical')['threshold']:.3f})"
+        f"gate thresholds: hybrid {hybrid.gate_params('hybrid').threshold:.3f}, "
+        f"lexical {hybrid.gate_params('lexical').threshold:.3f} "
+        f"(embedder: none bundle {lexical.gate_params('lexical').threshold:.3f})"
     )
     print()
     results = run_variants(hybrid, rows, [("embedder: none bundle", lexical)])
@@ -349,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.no_material:
         config = reduced_config(MATERIAL, workdir / "material")
         mkdocs_build(config, workdir / "material" / "site")
-        material = load_site(workdir / "material" / "site", "/", Settings())
+        material = load_site(workdir / "material" / "site", "/")
         kinds = [k for k in KINDS if any(q["kind"] == k for q in MATERIAL_QUESTIONS)]
         print()
         print(

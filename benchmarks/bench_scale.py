@@ -40,7 +40,7 @@ budget, so they are skipped unless ``--bm25-1m`` is given.
 numpy's BLAS (the rescoring matrix-vector products) runs with whatever OPENBLAS_* the
 environment sets; this script does not change them and prints what it saw.
 
-Run: ``.venv/bin/python benchmarks/bench_scale.py [--quick] [--bm25-1m] [--seconds 1.5]``
+Run: ``.venv/bin/python benchmarks/bench_scale.py [--quick | --smallest] [--bm25-1m] [--seconds 1.5]``
 """
 
 from __future__ import annotations
@@ -62,12 +62,14 @@ import bm25s
 import faiss
 import numpy as np
 from common import tree_state
-from docpilot_runtime.dense import DenseIndex, pack_vectors, sign_bits
+from docpilot_runtime.bundle import LexicalBlock
+from docpilot_runtime.dense import DenseChannel, DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.embedders import EmbedderSpec, load_embedder
 from docpilot_runtime.gate import confidence, default_params, gate_score
 from docpilot_runtime.lexical import LexicalDoc, LexicalIndex, build_lexical
 from docpilot_runtime.lexical_numpy import NumpyLexical
-from docpilot_runtime.retrieval import CHANNEL_DEPTH, DENSE_CANDIDATES, Searcher
+from docpilot_runtime.params import DEFAULT_PARAMS
+from docpilot_runtime.retrieval import Searcher
 from docpilot_runtime.tokenize import query_terms
 
 HERE = Path(__file__).resolve().parent
@@ -260,7 +262,7 @@ def bm25s_tokens(corpus: Corpus) -> list[list[str]]:
 
 
 def bench_lexical(
-    corpus: Corpus, block: dict[str, Any], queries: list[Query], budget: float
+    corpus: Corpus, block: LexicalBlock, queries: list[Query], budget: float
 ) -> dict[str, float]:
     ours = NumpyLexical(block)
     t0 = time.perf_counter()
@@ -299,14 +301,13 @@ def bench_lexical(
 
 
 def bench_gate(
-    corpus: Corpus, block: dict[str, Any], queries: list[Query], questions: list[str]
+    corpus: Corpus, block: LexicalBlock, queries: list[Query], questions: list[str]
 ) -> dict[str, float]:
     zeros = np.zeros(DIMS, np.float32)
-    searcher = Searcher(
-        NumpyLexical(block), DenseIndex.from_bytes(corpus.packed, corpus.n, DIMS, zeros)
-    )
+    dense_index = DenseIndex.from_bytes(corpus.packed, corpus.n, DIMS, zeros)
+    searcher = Searcher(NumpyLexical(block), DenseChannel(dense_index, None))
     params = default_params("hybrid")
-    threshold = float(params["threshold"])
+    threshold = params.threshold
     embedder = load_embedder(EmbedderSpec(name="wordllama"))
     assert embedder is not None
 
@@ -344,10 +345,12 @@ def bench_gate(
     embed_only = median_ms(lambda s: embedder.embed_query(s), questions, 0.5)
     # Where the time goes: each channel alone, with the depths Searcher.search uses.
     sample = queries[:TIMING_QUERIES]
-    lexical_ms = median_ms(lambda q: searcher.lexical.search(q.terms, CHANNEL_DEPTH), sample, 0.5)
-    dense = searcher.dense
-    assert dense is not None
-    dense_ms = median_ms(lambda q: dense.search(q.vector, DENSE_CANDIDATES), sample, 0.5)
+    lexical_ms = median_ms(
+        lambda q: searcher.lexical.search(q.terms, DEFAULT_PARAMS.channel_depth), sample, 0.5
+    )
+    dense_ms = median_ms(
+        lambda q: dense_index.search(q.vector, DEFAULT_PARAMS.dense_candidates), sample, 0.5
+    )
     return {
         "p50": p50,
         "p99": p99,
@@ -378,12 +381,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="1k and 10k units only")
     parser.add_argument(
+        "--smallest", action="store_true", help="the 1k-unit corpus only (checks the script runs)"
+    )
+    parser.add_argument(
         "--bm25-1m", action="store_true", help="build the 1M-unit lexical block too (~8 min)"
     )
     parser.add_argument("--seconds", type=float, default=1.5, help="budget per median")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args(argv)
-    sizes = QUICK_SIZES if args.quick else SIZES
+    sizes = SIZES[:1] if args.smallest else QUICK_SIZES if args.quick else SIZES
     faiss.omp_set_num_threads(1)
 
     questions = [
@@ -415,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             t0 = time.perf_counter()
             block = build_lexical(lexical_docs(corpus))
             row["build_lexical_s"] = time.perf_counter() - t0
-            row["postings"] = len(block["tfs"])
+            row["postings"] = len(block.tfs)
             row["lexical"] = bench_lexical(corpus, block, timing, args.seconds)
             row["gate"] = bench_gate(corpus, block, queries, questions)
             del block
@@ -478,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(
         "| units | p50 | p99 | p99 CPU time | p50 with WordLlama embed_query | "
         "p99 with embed_query | p99 CPU time | embed_query alone | lexical channel alone | "
-        f"dense channel alone ({DENSE_CANDIDATES} candidates) |"
+        f"dense channel alone ({DEFAULT_PARAMS.dense_candidates} candidates) |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n, r in results.items():

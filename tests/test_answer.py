@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from docpilot_runtime.answer_settings import AnswerSettings
 from docpilot_runtime.providers import ProviderSettings, make_provider
-from docpilot_runtime.retrieval import Site, load_site
+from docpilot_runtime.retrieval import Site
 from docpilot_runtime.settings import Settings
+from docpilot_runtime.site_loader import load_site
 from docpilot_runtime.turn import Event, Runtime
 from docpilot_runtime.types import AskRequest, HistoryItem, Result
 from servers.anthropic_messages import AnthropicServer, Fault, ToolUse, answer_reply, tool_reply
@@ -26,13 +27,13 @@ SERVERS = {"anthropic": AnthropicServer, "openai": OpenAIChatServer}
 
 @pytest.fixture(scope="module")
 def site(example_site: Path) -> Site:
-    return load_site(example_site, "/", Settings())
+    return load_site(example_site, "/")
 
 
 @pytest.fixture(scope="module")
 def primed(site: Site) -> list[str]:
     """The ids of the excerpts the first message carries for QUESTION."""
-    return [site.bundle.units[u].id for u in site.retrieve(AskRequest(QUESTION)).ordered()[:6]]
+    return [site.bundle.units[u].id for u in site.retrieve(AskRequest(QUESTION)).model_order()[:6]]
 
 
 def provider_settings(kind: str, server: Any, **extra: Any) -> ProviderSettings:
@@ -471,7 +472,7 @@ def tools_site(
     )
     index_site(copy, options)
     try:
-        yield load_site(copy, "/", Settings()), calls
+        yield load_site(copy, "/"), calls
     finally:
         backend.shutdown()
         backend.server_close()
@@ -483,7 +484,7 @@ def test_site_tool_reply_is_citable_and_bad_arguments_never_reach_the_backend(
 ) -> None:
     site, calls = tools_site
     primed_ids = [
-        site.bundle.units[u].id for u in site.retrieve(AskRequest(QUESTION)).ordered()[:6]
+        site.bundle.units[u].id for u in site.retrieve(AskRequest(QUESTION)).model_order()[:6]
     ]
     calls.clear()
     with AnthropicServer() as model:

@@ -567,7 +567,7 @@ def test_health_names_the_bundle_and_the_mode(health: dict[str, Any], example_si
     bundle = (example_site / "docpilot" / "bundle.msgpack").read_bytes()
     assert health["status"] == "ok"
     assert health["bundle_hash"] == hashlib.sha256(bundle).hexdigest()
-    assert health["bundle_version"] == 1
+    assert health["bundle_version"] == 2
     assert health["units"] > 0
     assert health["mode"] in ("hybrid", "lexical")
 

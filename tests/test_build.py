@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import msgpack
 import numpy as np
 import pytest
 from corpora import SiteFactory, mkdocs_build
@@ -187,8 +186,17 @@ def test_docpilot_index_cli_honours_noindex_meta(make_site: SiteFactory, tmp_pat
     assert "units from" in result.stdout
     assert "widget added to" in result.stdout
     again = subprocess.run(
-        [sys.executable, "-m", "docpilot_runtime.cli", "index", str(site), "--config", str(settings)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "docpilot_runtime.cli",
+            "index",
+            str(site),
+            "--config",
+            str(settings),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert again.returncode == 0, again.stderr
     guide = (site / "guide" / "index.html").read_text()
@@ -263,9 +271,9 @@ def test_bundle_dir_blocked_by_a_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_lexical_only_bundle_has_no_vectors(make_site: SiteFactory) -> None:
     config = make_site(PAGES, plugin={"embedder": "none"})
     mkdocs_build(config)
-    raw = msgpack.unpackb(bundle_path(config.parent / "site").read_bytes())
-    assert raw["embedder"] is None and raw["vectors"] is None
-    assert raw["lexical"]["count"] == len(raw["units"]) > 0
+    bundle = load_bundle(config.parent / "site")
+    assert bundle.embedder is None and bundle.vectors is None
+    assert bundle.lexical.count == len(bundle.units) > 0
 
 
 def test_unknown_plugin_option_fails_the_build_naming_it(make_site: SiteFactory) -> None:
@@ -345,7 +353,9 @@ def test_bad_site_tool_declarations_are_rejected_naming_the_problem(
         ({"colour": "red"}, "unknown key 'colour'"),
     ],
 )
-def test_bad_widget_options_are_rejected_naming_the_key(values: dict[str, object], message: str) -> None:
+def test_bad_widget_options_are_rejected_naming_the_key(
+    values: dict[str, object], message: str
+) -> None:
     from docpilot_runtime.index.options import OptionsError
     from docpilot_runtime.widget import widget_options
 

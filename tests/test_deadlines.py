@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from docpilot_runtime.answer_settings import AnswerSettings
 from docpilot_runtime.providers import Message, ProviderError, ProviderSettings, make_provider
-from docpilot_runtime.retrieval import Site, load_site
+from docpilot_runtime.retrieval import Site
 from docpilot_runtime.settings import Settings, SettingsError, load_settings
+from docpilot_runtime.site_loader import load_site
 from docpilot_runtime.turn import Runtime
 from docpilot_runtime.types import AskRequest, Result
 from servers.anthropic_messages import AnthropicServer, Fault, ScriptedServer, answer_reply
@@ -33,12 +34,12 @@ WAIT = 30.0
 
 @pytest.fixture(scope="module")
 def site(example_site: Path) -> Site:
-    return load_site(example_site, "/", Settings())
+    return load_site(example_site, "/")
 
 
 @pytest.fixture(scope="module")
 def primed(site: Site) -> list[str]:
-    return [site.bundle.units[u].id for u in site.retrieve(AskRequest(QUESTION)).ordered()[:6]]
+    return [site.bundle.units[u].id for u in site.retrieve(AskRequest(QUESTION)).model_order()[:6]]
 
 
 @pytest.fixture(params=["anthropic", "openai"])

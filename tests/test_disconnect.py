@@ -20,8 +20,8 @@ import httpx
 import pytest
 from docpilot_runtime.app import create_app
 from docpilot_runtime.providers import ProviderSettings
-from docpilot_runtime.retrieval import load_site
 from docpilot_runtime.settings import Settings
+from docpilot_runtime.site_loader import load_site
 from docpilot_runtime.types import AskRequest
 from servers.anthropic_messages import AnthropicServer, Fault, ScriptedServer, answer_reply
 from servers.openai_chat import OpenAIChatServer
@@ -37,8 +37,8 @@ ENDLESS = Fault("slow", seconds=600.0, interval=0.02)
 
 @pytest.fixture(scope="module")
 def primed(example_site: Path) -> list[str]:
-    site = load_site(example_site, "/", Settings())
-    return [site.bundle.units[u].id for u in site.retrieve(AskRequest(QUESTION)).ordered()[:6]]
+    site = load_site(example_site, "/")
+    return [site.bundle.units[u].id for u in site.retrieve(AskRequest(QUESTION)).model_order()[:6]]
 
 
 @pytest.fixture(params=["anthropic", "openai"])

@@ -3,21 +3,24 @@ the reader's page first, and lexical mode."""
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from docpilot_runtime.bundle import load_bundle
+from docpilot_runtime.bundle import encode_static, load_bundle
 from docpilot_runtime.dense import DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.gate import Signals, calibrate_mode, confidence, gate_score
 from docpilot_runtime.index.build import index_site
 from docpilot_runtime.index.options import IndexOptions, embedder_spec
 from docpilot_runtime.lexical import LexicalDoc, LexicalIndex, build_lexical
 from docpilot_runtime.lexical_numpy import NumpyLexical
-from docpilot_runtime.retrieval import Site, load_site, rrf
-from docpilot_runtime.settings import Settings
+from docpilot_runtime.retrieval import Site, ask_without_model, rrf
+from docpilot_runtime.site_loader import load_site
 from docpilot_runtime.tokenize import query_terms
 from docpilot_runtime.types import AskRequest, HistoryItem
 
@@ -27,7 +30,7 @@ OFF_TOPIC = "How should I prune an apple tree in late winter?"
 
 @pytest.fixture(scope="session")
 def example(example_site: Path) -> Site:
-    return load_site(example_site, "/", Settings())
+    return load_site(example_site, "/")
 
 
 @pytest.fixture(scope="session")
@@ -36,11 +39,11 @@ def lexical_example(example_site: Path, tmp_path_factory: pytest.TempPathFactory
     copy = tmp_path_factory.mktemp("lexical") / "site"
     shutil.copytree(example_site, copy)
     index_site(copy, IndexOptions(embedder=embedder_spec("none", "test"), site_name="DocPilot"))
-    return load_site(copy, "/", Settings())
+    return load_site(copy, "/")
 
 
 def test_numpy_bm25_ranks_exactly_like_the_pure_python_reference(example_site: Path) -> None:
-    block = load_bundle(example_site).data["lexical"]
+    block = load_bundle(example_site).lexical
     pure, fast = LexicalIndex(block), NumpyLexical(block)
     questions = [COVERED, OFF_TOPIC, "max_section_chars default", "快速入门 安装", "SSE events"]
     for question in questions:
@@ -56,7 +59,7 @@ def test_numpy_bm25_matches_reference_on_random_corpus_with_many_units() -> None
         for _ in range(70000)  # past 65,535 units: 32-bit unit ids
     ]
     block = build_lexical(docs)
-    assert block["doc_dtype"] == "u4"
+    assert block.doc_dtype == "u4"
     pure, fast = LexicalIndex(block), NumpyLexical(block)
     for _ in range(5):
         terms = rng.sample(words, 3)
@@ -142,12 +145,30 @@ def test_composed_channel_reaches_back_past_a_rescued_turn(example: Site) -> Non
     assert result.passed
 
 
-def test_current_page_units_come_first_without_changing_confidence(example: Site) -> None:
+def test_current_page_units_join_the_models_input_first_without_changing_confidence(
+    example: Site,
+) -> None:
     plain = example.retrieve(AskRequest(question=COVERED))
     on_page = example.retrieve(AskRequest(question=COVERED, page="/guides/static-sites/"))
-    first_two = [example.bundle.units[u].url for u in on_page.ordered()[:2]]
+    first_two = [example.bundle.units[u].url for u in on_page.model_order()[:2]]
     assert all(url.startswith("/guides/static-sites/") for url in first_two)
-    assert on_page.confidence == plain.confidence
+    assert on_page.confidence == plain.confidence and on_page.score == plain.score
+    assert on_page.ranked_ids() == plain.ranked_ids()
+
+
+@pytest.mark.parametrize("site_name", ["example", "lexical_example"])
+def test_passages_on_an_unrelated_page_cite_only_what_ranks_on_its_own(
+    site_name: str, request: pytest.FixtureRequest
+) -> None:
+    """Issue 9 (2): page-first used to put two static-sites sections first in `passages`."""
+    site: Site = request.getfixturevalue(site_name)
+    plain = ask_without_model(site, AskRequest(question=COVERED))
+    on_page = ask_without_model(site, AskRequest(question=COVERED, page="/guides/static-sites/"))
+    assert on_page.kind == "passages"
+    cited = [c.url for c in on_page.citations]
+    assert not cited[0].startswith("/guides/static-sites/"), cited
+    assert cited == [c.url for c in plain.citations]
+    assert on_page.markdown == plain.markdown
 
 
 def test_lexical_bundle_answers_in_lexical_mode(lexical_example: Site) -> None:
@@ -157,13 +178,13 @@ def test_lexical_bundle_answers_in_lexical_mode(lexical_example: Site) -> None:
     assert covered.retriever == "lexical" and covered.passed
     assert not off.passed
     assert lexical_example.describe()["retriever"] == "lexical"
-    assert lexical_example.gate_params("lexical")["threshold"] == pytest.approx(
-        lexical_example.bundle.gate["lexical"]["threshold"]
-    )
+    calibrated = lexical_example.bundle.gate.lexical
+    assert calibrated is not None
+    assert lexical_example.gate_params("lexical").threshold == pytest.approx(calibrated.threshold)
 
 
 def test_failing_query_embedder_falls_back_to_lexical_mode(example_site: Path) -> None:
-    site = load_site(example_site, "/", Settings())
+    site = load_site(example_site, "/")
 
     class Broken:
         name, model, dims, needs_centering = "wordllama", "l2_supercat_256", 256, False
@@ -174,7 +195,8 @@ def test_failing_query_embedder_falls_back_to_lexical_mode(example_site: Path) -
         def embed_passages(self, texts: list[str]) -> np.ndarray:
             raise OSError("embedding service down")
 
-    site.embedder = Broken()  # type: ignore[assignment]
+    assert site.mode == "hybrid" and site.searcher.dense is not None
+    site.searcher.dense.embed_query = Broken().embed_query  # type: ignore[attr-defined]
     result = site.retrieve(AskRequest(question=COVERED))
     assert result.retriever == "lexical" and result.passed
     assert not site.retrieve(AskRequest(question=OFF_TOPIC)).passed
@@ -183,9 +205,9 @@ def test_failing_query_embedder_falls_back_to_lexical_mode(example_site: Path) -
 def test_bundle_carries_calibrated_thresholds_for_both_modes(example_site: Path) -> None:
     gate = load_bundle(example_site).gate
     for mode in ("hybrid", "lexical"):
-        params = gate[mode]
-        assert 0.1 <= params["threshold"] <= 0.75
-        assert params["samples"]["off_topic"] >= 50
+        params = getattr(gate, mode)
+        assert 0.1 <= params.threshold <= 0.75
+        assert params.samples["off_topic"] >= 50
 
 
 def test_gate_threshold_sits_above_most_off_topic_scores() -> None:
@@ -193,6 +215,52 @@ def test_gate_threshold_sits_above_most_off_topic_scores() -> None:
     uncovered = [Signals(lexical_strength=0.1 + i / 100, lexical_margin=0.1) for i in range(20)]
     params = calibrate_mode("lexical", covered, uncovered, uncovered)
     scores = [gate_score(s, params) for s in uncovered]
-    assert sum(s >= params["threshold"] for s in scores) <= 2
-    assert all(gate_score(s, params) >= params["threshold"] for s in covered)
-    assert confidence(params["threshold"], params["threshold"]) == 50
+    assert sum(s >= params.threshold for s in scores) <= 2
+    assert all(gate_score(s, params) >= params.threshold for s in covered)
+    assert confidence(params.threshold, params.threshold) == 50
+
+
+# --- What the turn core and the server's turn import ---------------------------------------
+
+HEAVY = (
+    "numpy",
+    "httpx",
+    "lxml",
+    "mkdocs",
+    "docpilot_runtime.widget",
+    "docpilot_runtime.static_assets",
+)
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after running ``code``."""
+    script = f"import sys\n{code}\nprint('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+def test_a_lexical_turn_through_the_core_loads_no_numpy_httpx_lxml_mkdocs_or_installer(
+    lexical_example: Site, tmp_path: Path
+) -> None:
+    static = tmp_path / "static.json"
+    static.write_bytes(encode_static(lexical_example.bundle))
+    body = json.dumps({"question": COVERED})
+    code = "\n".join(
+        [
+            "import json, pathlib",
+            "from docpilot_runtime import browser",
+            f"browser.load_static(pathlib.Path({str(static)!r}).read_bytes())",
+            f"result = json.loads(browser.ask_static({body!r}))",
+            "assert result['kind'] == 'passages', result",
+        ]
+    )
+    loaded = _loaded_after(code)
+    assert "docpilot_runtime.retrieval" in loaded
+    assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+def test_importing_the_servers_turn_loads_neither_the_installer_nor_mkdocs_nor_lxml() -> None:
+    loaded = _loaded_after("import docpilot_runtime.turn")
+    assert "docpilot_runtime.turn" in loaded
+    assert not loaded & {"lxml", "mkdocs", "docpilot_runtime.static_assets"}

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from corpora import EXAMPLE_SITE, ROOT
 from docpilot_runtime import browser, static_assets
-from docpilot_runtime.bundle import bundle_path, load_bundle
+from docpilot_runtime.bundle import BundleError, bundle_path, encode_static, load_bundle
 from docpilot_runtime.cli import main as cli_main
 from docpilot_runtime.static_assets import (
     BROWSER_DATA,
@@ -136,6 +136,21 @@ def _without_turn_id(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "turn_id"}
 
 
+def _devset_requests() -> list[dict[str, Any]]:
+    """Every dev-set question, alone, after its history question, and on a page."""
+    lines = (ROOT / "benchmarks" / "devset" / "example-site.jsonl").read_text(encoding="utf-8")
+    bodies: list[dict[str, Any]] = []
+    for i, line in enumerate(lines.splitlines()):
+        case = json.loads(line)
+        body: dict[str, Any] = {"question": case["question"]}
+        if case.get("history_question"):
+            body["history"] = [{"question": case["history_question"], "kind": "passages"}]
+        if case.get("pages") and i % 3 == 0:
+            body["page"] = "/" + case["pages"][0]
+        bodies.append(body)
+    return bodies
+
+
 def test_static_mode_answers_exactly_like_the_server_in_lexical_mode(
     lexical_site: Path, static_text: str
 ) -> None:
@@ -143,7 +158,9 @@ def test_static_mode_answers_exactly_like_the_server_in_lexical_mode(
     assert runtime.site_for(None).mode == "lexical"
     browser.load_static(static_text)
     kinds, rescued = set(), 0
-    for body in REQUESTS:
+    bodies = [*REQUESTS, *_devset_requests()]
+    assert len(bodies) > 100
+    for body in bodies:
         request = parse_ask_request(body, Limits())
         expected = _in_own_thread(lambda r=request: asyncio.run(runtime.ask(r))).to_dict()
         got = json.loads(browser.ask_static(json.dumps(body)))
@@ -189,9 +206,9 @@ def test_static_mode_refuses_bad_requests_like_the_server(static_text: str) -> N
 
 
 def test_load_static_names_the_file_when_given_the_msgpack_bundle(lexical_site: Path) -> None:
-    with pytest.raises(browser.StaticIndexError, match=r"bundle\.msgpack.*static\.json"):
+    with pytest.raises(BundleError, match=r"bundle\.msgpack.*static\.json"):
         browser.load_static(bundle_path(lexical_site).read_bytes(), where="bundle.msgpack")
-    with pytest.raises(browser.StaticIndexError, match="'format'"):
+    with pytest.raises(BundleError, match="'format'"):
         browser.load_static('{"format": "docpilot-bundle"}')
 
 
@@ -210,12 +227,15 @@ def test_static_index_is_deterministic_and_holds_only_what_static_mode_reads(
     lexical_site: Path, static_text: str
 ) -> None:
     bundle = load_bundle(lexical_site)
-    again = browser.static_index_json(bundle.data, bundle.hash)
+    again = encode_static(bundle)
     assert again == static_text.encode("utf-8")
     data = json.loads(static_text)
-    assert len(data["units"]) == len(bundle.units) and len(data["pages"]) == len(bundle.pages)
-    assert data["gate"]["lexical"] == bundle.gate["lexical"]
-    assert "vectors" not in data and "embedder" not in data
+    assert len(data["units"]["id"]) == len(bundle.units) and len(data["pages"]) == len(bundle.pages)
+    assert data["bundle_hash"] == bundle.hash
+    assert data["vectors"] is None and data["embedder"] is None and "hybrid" not in data["gate"]
+    decoded = browser.static_site(static_text).bundle
+    assert decoded.units == bundle.units and decoded.lexical == bundle.lexical
+    assert decoded.gate.lexical == bundle.gate.lexical
 
 
 # --- Installing the runtime into site/ -----------------------------------------------------
@@ -318,6 +338,27 @@ def test_with_a_pyodide_url_no_pyodide_file_is_copied_and_old_ones_go(
     assert names == {browser_wheel()[0], LOCK_NAME}
 
 
+def test_browser_wheel_holds_exactly_the_modules_static_mode_imports() -> None:
+    script = (
+        "import sys\nimport docpilot_runtime.browser\n"
+        "print('\\n'.join(m for m in sys.modules if m.startswith('docpilot_runtime')))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    imported = {
+        m.removeprefix("docpilot_runtime").lstrip(".") or "__init__" for m in done.stdout.split()
+    }
+    _, wheel = browser_wheel()
+    with zipfile.ZipFile(io.BytesIO(wheel)) as archive:
+        shipped = {
+            n.removeprefix("docpilot_runtime/").removesuffix(".py")
+            for n in archive.namelist()
+            if n.endswith(".py")
+        }
+    assert shipped == imported
+    assert "validate" not in shipped and "memory" not in shipped
+
+
 def test_browser_wheel_is_reproducible_and_holds_only_the_browser_core() -> None:
     name, wheel = browser_wheel()
     assert browser_wheel() == (name, wheel)
@@ -335,9 +376,12 @@ def test_browser_wheel_is_reproducible_and_holds_only_the_browser_core() -> None
 
 
 def _imports(module: str) -> set[str]:
+    """The module-level imports of a browser-core module. Imports inside a function (the
+    bundle's msgpack, needed only to read or write the server's file) never run in the
+    browser; the test above holds what importing `browser` really loads."""
     tree = ast.parse((RUNTIME / f"{module}.py").read_text(encoding="utf-8"))
     found = set()
-    for node in ast.walk(tree):
+    for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.level == 1:
             found.add(f".{node.module}" if node.module else ".")
         elif isinstance(node, ast.ImportFrom) and node.module:

@@ -131,9 +131,9 @@ class ProviderRun:
         self.tools = TurnTools(self.site, http)
         self.emit_delta = emit_delta
         self.progress = progress
-        actions = [str(a.get("name")) for a in self.site.bundle.data.get("actions", [])]
+        actions = [str(a.get("name")) for a in self.site.bundle.actions]
         self.system = [PLATFORM_RULES, site_profile(self.site.name, actions)]
-        rows = self.retrieval.ordered()[:PRIMED_UNITS]
+        rows = self.retrieval.model_order()[:PRIMED_UNITS]
         excerpts = self.tools.excerpts(rows)
         self.messages: list[Message] = [
             Message(role="user", content=first_message(question, excerpts, memory, page))
@@ -237,7 +237,7 @@ class ProviderRun:
             citations=validated.citations,
             summary=summary[:600] if isinstance(summary, str) else "",
             model_confidence=confidence,
-            actions=validate_actions(args.get("actions"), self.site.bundle.data.get("actions", [])),
+            actions=validate_actions(args.get("actions"), self.site.bundle.actions),
             tentative=confidence is not None and confidence < self.settings.tentative_below,
             usage=self.usage_record(),
             dropped_citations=dropped,

@@ -88,7 +88,7 @@ def index_built_site(
     if tag_pages:
         config = widget_config(widget, options.actions, page_language(all_pages), "[index]")
         tagged = inject_built_site(site, [(p.path, p.url) for p in all_pages], config)
-    install_widget(site, widget, log=log)
+    install_widget(site, widget, log=log, bundle=report.bundle)
     return IndexResult(report, widget=True, tagged=tagged, page_count=len(all_pages))
 
 

@@ -13,12 +13,17 @@ extra bytes.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .embedders import EmbedderError
 from .topk import smallest
+
+log = logging.getLogger("docpilot.retrieval")
 
 LAYOUT = "word-major"
 WORD_BITS = 64
@@ -118,3 +123,36 @@ class DenseIndex:
         scores = self.unit_signs(rows) @ centred / (norm or 1.0)
         order = np.lexsort((rows, -scores))  # score desc, then unit order: deterministic
         return rows[order], scores[order].astype(np.float32)
+
+
+class DenseChannel:
+    """The server's dense channel for the turn core (``retrieval.DenseScorer``): the
+    query embedder plus the Hamming scan. An embedder that fails answers None, and the
+    turn goes on in lexical mode."""
+
+    def __init__(self, index: DenseIndex, embed_query: Callable[[str], Any] | None) -> None:
+        self.index = index
+        self.embed_query = embed_query
+
+    def embed(self, text: str) -> np.ndarray | None:
+        if self.embed_query is None:
+            return None
+        try:
+            return np.asarray(self.embed_query(text), dtype=np.float32)
+        except (EmbedderError, OSError, ValueError) as exc:
+            log.warning(
+                "query embedder failed (%s); answering in lexical mode", exc.__class__.__name__
+            )
+            return None
+
+    def search(self, query: object, candidates: int) -> list[tuple[int, float]]:
+        rows, scores = self.index.search(np.asarray(query, dtype=np.float32), candidates)
+        return [(int(r), float(s)) for r, s in zip(rows, scores, strict=True)]
+
+    def cosines(self, query: object, rows: Sequence[int]) -> list[float]:
+        """The query's cosine to each unit's sign vector, as ``search`` scores them."""
+        vector = np.asarray(query, dtype=np.float32)
+        centred = (vector - self.index.center).astype(np.float32)
+        norm = float(np.linalg.norm(centred)) * float(np.sqrt(self.index.dims)) or 1.0
+        signs = self.index.unit_signs(np.asarray(rows, dtype=np.int64))
+        return [float(c) for c in signs @ centred / norm]

@@ -17,38 +17,34 @@ passages — hence strength *and* margin. Each signal is placed on a corpus-rela
 scale by calibration (0 = typical of questions the corpus cannot answer, 1 = typical of
 questions it can), and the gate score is a fixed weighted mean of those positions. The
 threshold is the score that 95 % of everyday off-topic questions stay below (see
-``calibrate_mode``). Pure Python: the browser runs the lexical gate too.
+``calibrate_mode``). Weights, clips and the rest live in ``params.RetrievalParams``.
+Pure Python: the browser runs the lexical gate too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
-# Fixed weights (not fitted per corpus): strength matters more than margin, and in
-# hybrid mode the two channels count equally.
-WEIGHTS: dict[str, dict[str, float]] = {
-    "hybrid": {
-        "dense_strength": 0.35,
-        "dense_margin": 0.15,
-        "lexical_strength": 0.35,
-        "lexical_margin": 0.15,
-    },
-    "lexical": {"lexical_strength": 0.7, "lexical_margin": 0.3},
-}
-_CLIP_LOW, _CLIP_HIGH = -1.0, 1.5
-# The least distance between a signal's two anchors. Where a corpus barely separates the
-# probe sets on one signal (a dense margin of 0.036 against 0.046, say), dividing by that
-# gap would turn noise into a full vote; the floor keeps each signal's scale sane.
-MIN_SPAN = {
-    "lexical_strength": 0.1,
-    "lexical_margin": 0.1,
-    "dense_strength": 0.05,
-    "dense_margin": 0.03,
-}
-OFF_TOPIC_QUANTILE = 0.95
-THRESHOLD_RANGE = (0.1, 0.75)
+from .params import DEFAULT_PARAMS, RetrievalParams
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A signal's typical value on questions the corpus cannot and can answer."""
+
+    uncovered: float
+    covered: float
+
+
+@dataclass(frozen=True)
+class GateParams:
+    """One mode's calibrated gate, as the bundle stores it."""
+
+    weights: Mapping[str, float]
+    anchors: Mapping[str, Anchor]
+    threshold: float
+    samples: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -71,15 +67,17 @@ def margin(scores: Sequence[float], rest: int) -> float:
     return scores[0] - (sum(others) / len(others) if others else 0.0)
 
 
-def gate_score(signals: Signals, params: Mapping[str, Any]) -> float:
+def gate_score(
+    signals: Signals, params: GateParams, tuning: RetrievalParams = DEFAULT_PARAMS
+) -> float:
     """Weighted mean of each signal's position between the calibrated anchors."""
     total = 0.0
-    for name, weight in params["weights"].items():
-        anchor = params["anchors"][name]
-        low, high = float(anchor["uncovered"]), float(anchor["covered"])
+    for name, weight in params.weights.items():
+        anchor = params.anchors[name]
+        low, high = anchor.uncovered, anchor.covered
         span = high - low if high - low > 1e-9 else 1e-9
         position = (signals.get(name) - low) / span
-        total += weight * min(max(position, _CLIP_LOW), _CLIP_HIGH)
+        total += weight * min(max(position, tuning.clip_low), tuning.clip_high)
     return total
 
 
@@ -119,42 +117,49 @@ def calibrate_mode(
     covered: Sequence[Signals],
     uncovered: Sequence[Signals],
     off_topic: Sequence[Signals],
-) -> dict[str, Any]:
+    tuning: RetrievalParams = DEFAULT_PARAMS,
+) -> GateParams:
     """Anchors and threshold for one mode.
 
     Anchors: each signal's median over the covered probes and over the uncovered ones,
-    at least ``MIN_SPAN`` apart.
-    Threshold: the score that ``OFF_TOPIC_QUANTILE`` of the everyday off-topic questions
+    at least ``min_span`` apart.
+    Threshold: the score that ``off_topic_quantile`` of the everyday off-topic questions
     stay below. A threshold fitted between covered and uncovered *probes* would sit too
     high, because probes made from a unit's own words are easier than real questions;
     and a false refusal costs the reader the whole answer, while a false pass still has
     the model and the citation check behind it. So the gate is anchored on what is
     certainly not covered, and clamped to a sane range for tiny or odd corpora.
     """
-    weights = WEIGHTS[mode]
+    weights = dict(tuning.gate_weights[mode])
     anchors = {}
     for name in weights:
         low = _median([s.get(name) for s in uncovered])
-        high = max(_median([s.get(name) for s in covered]), low + MIN_SPAN[name])
-        anchors[name] = {"uncovered": low, "covered": high}
-    params: dict[str, Any] = {"weights": dict(weights), "anchors": anchors}
-    cut = quantile([gate_score(s, params) for s in off_topic], OFF_TOPIC_QUANTILE)
-    params["threshold"] = min(max(cut, THRESHOLD_RANGE[0]), THRESHOLD_RANGE[1])
-    params["samples"] = {
-        "covered": len(covered),
-        "uncovered": len(uncovered),
-        "off_topic": len(off_topic),
-    }
-    return params
+        high = max(_median([s.get(name) for s in covered]), low + tuning.min_span[name])
+        anchors[name] = Anchor(uncovered=low, covered=high)
+    unthresholded = GateParams(weights=weights, anchors=anchors, threshold=0.0)
+    cut = quantile(
+        [gate_score(s, unthresholded, tuning) for s in off_topic], tuning.off_topic_quantile
+    )
+    low_cut, high_cut = tuning.threshold_range
+    return GateParams(
+        weights=weights,
+        anchors=anchors,
+        threshold=min(max(cut, low_cut), high_cut),
+        samples={"covered": len(covered), "uncovered": len(uncovered), "off_topic": len(off_topic)},
+    )
 
 
-def default_params(mode: str) -> dict[str, Any]:
-    """Uncalibrated fallback (a bundle written before calibration): fixed anchors."""
-    anchors = {
-        "lexical_strength": {"uncovered": 0.1, "covered": 0.5},
-        "lexical_margin": {"uncovered": 0.1, "covered": 0.5},
-        "dense_strength": {"uncovered": 0.15, "covered": 0.45},
-        "dense_margin": {"uncovered": 0.01, "covered": 0.08},
-    }
-    weights = WEIGHTS[mode]
-    return {"weights": dict(weights), "anchors": {n: anchors[n] for n in weights}, "threshold": 0.5}
+_DEFAULT_ANCHORS = {
+    "lexical_strength": Anchor(uncovered=0.1, covered=0.5),
+    "lexical_margin": Anchor(uncovered=0.1, covered=0.5),
+    "dense_strength": Anchor(uncovered=0.15, covered=0.45),
+    "dense_margin": Anchor(uncovered=0.01, covered=0.08),
+}
+
+
+def default_params(mode: str, tuning: RetrievalParams = DEFAULT_PARAMS) -> GateParams:
+    """Uncalibrated fallback (a bundle with no calibrated gate): fixed anchors."""
+    weights = dict(tuning.gate_weights[mode])
+    return GateParams(
+        weights=weights, anchors={n: _DEFAULT_ANCHORS[n] for n in weights}, threshold=0.5
+    )

@@ -28,10 +28,11 @@ from __future__ import annotations
 import math
 import sys
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .bundle import Bm25Params, LexicalBlock
 from .tokenize import tokenize
 
 K1 = 1.2
@@ -71,8 +72,8 @@ def _doc_typecode(count: int) -> tuple[str, str]:
     return ("H", "u2") if count < 65536 else ("I", "u4")
 
 
-def build_lexical(docs: Sequence[LexicalDoc]) -> dict[str, Any]:
-    """The bundle's ``lexical`` map for these units, deterministic for the same input."""
+def build_lexical(docs: Sequence[LexicalDoc]) -> LexicalBlock:
+    """The bundle's ``lexical`` block for these units, deterministic for the same input."""
     postings: dict[str, list[tuple[int, int]]] = {}
     lengths = array("I")
     for index, doc in enumerate(docs):
@@ -102,24 +103,28 @@ def build_lexical(docs: Sequence[LexicalDoc]) -> dict[str, Any]:
             tfs.append(tf)
         offsets.append(len(doc_ids))
     total = sum(lengths)
-    return {
-        "variant": "bm25+",
-        "params": {
-            "k1": K1,
-            "b": B,
-            "delta": DELTA,
-            "boosts": {"title": TITLE_BOOST, "breadcrumb": BREADCRUMB_BOOST, "text": TEXT_BOOST},
-        },
-        "count": len(docs),
-        "avg_length": (total / len(docs)) if docs else 0.0,
-        "doc_dtype": dtype,
-        "doc_encoding": "gaps",
-        "terms": "\n".join(terms).encode("utf-8"),
-        "offsets": _le(offsets),
-        "docs": _le(doc_ids),
-        "tfs": tfs.tobytes(),
-        "lengths": _le(lengths),
-    }
+    return LexicalBlock(
+        variant="bm25+",
+        params=Bm25Params(
+            k1=K1,
+            b=B,
+            delta=DELTA,
+            boosts=(
+                ("title", TITLE_BOOST),
+                ("breadcrumb", BREADCRUMB_BOOST),
+                ("text", TEXT_BOOST),
+            ),
+        ),
+        count=len(docs),
+        avg_length=(total / len(docs)) if docs else 0.0,
+        doc_dtype=dtype,
+        doc_encoding="gaps",
+        terms="\n".join(terms).encode("utf-8"),
+        offsets=_le(offsets),
+        docs=_le(doc_ids),
+        tfs=tfs.tobytes(),
+        lengths=_le(lengths),
+    )
 
 
 def idf(count: int, df: int) -> float:
@@ -145,14 +150,13 @@ class StoredIndex:
 
     offsets: Any  # array("I") in pure Python, an int64 ndarray on the server
 
-    def __init__(self, block: Mapping[str, Any]) -> None:
-        params = block["params"]
-        self.k1 = float(params["k1"])
-        self.b = float(params["b"])
-        self.delta = float(params["delta"])
-        self.count = int(block["count"])
-        self.avg_length = float(block["avg_length"]) or 1.0
-        raw_terms = bytes(block["terms"])
+    def __init__(self, block: LexicalBlock) -> None:
+        self.k1 = block.params.k1
+        self.b = block.params.b
+        self.delta = block.params.delta
+        self.count = block.count
+        self.avg_length = block.avg_length or 1.0
+        raw_terms = block.terms
         terms = raw_terms.decode("utf-8").split("\n") if raw_terms else []
         self.vocabulary = {term: i for i, term in enumerate(terms)}
 
@@ -164,13 +168,13 @@ class StoredIndex:
 class LexicalIndex(StoredIndex):
     """The stored index, decoded once; scoring allocates only the score map."""
 
-    def __init__(self, block: Mapping[str, Any]) -> None:
+    def __init__(self, block: LexicalBlock) -> None:
         super().__init__(block)
-        typecode = "H" if block["doc_dtype"] == "u2" else "I"
-        self.offsets = _from_le("I", bytes(block["offsets"]))
-        self.docs = _from_le(typecode, bytes(block["docs"]))
-        self.tfs = _from_le("B", bytes(block["tfs"]))
-        self.lengths = _from_le("I", bytes(block["lengths"]))
+        typecode = "H" if block.doc_dtype == "u2" else "I"
+        self.offsets = _from_le("I", block.offsets)
+        self.docs = _from_le(typecode, block.docs)
+        self.tfs = _from_le("B", block.tfs)
+        self.lengths = _from_le("I", block.lengths)
         k1, b, avg = self.k1, self.b, self.avg_length
         self.norms = [k1 * (1.0 - b + b * length / avg) for length in self.lengths]
 

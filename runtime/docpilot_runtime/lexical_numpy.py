@@ -7,29 +7,29 @@ give the same scores and the same ranking; `tests/test_retrieval.py` holds them 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
+from .bundle import LexicalBlock
 from .lexical import StoredIndex, idf
 from .topk import smallest
 
 
 class NumpyLexical(StoredIndex):
-    def __init__(self, block: Mapping[str, Any]) -> None:
+    def __init__(self, block: LexicalBlock) -> None:
         super().__init__(block)
-        self.offsets = np.frombuffer(block["offsets"], dtype="<u4").astype(np.int64)
-        dtype = "<u2" if block["doc_dtype"] == "u2" else "<u4"
-        gaps = np.frombuffer(block["docs"], dtype=dtype).astype(np.int64)
+        self.offsets = np.frombuffer(block.offsets, dtype="<u4").astype(np.int64)
+        dtype = "<u2" if block.doc_dtype == "u2" else "<u4"
+        gaps = np.frombuffer(block.docs, dtype=dtype).astype(np.int64)
         # Undo the gap encoding: a running sum that restarts at each term's list.
         running = np.cumsum(gaps)
         starts = self.offsets[:-1]
         lengths_per_term = np.diff(self.offsets)
         base = np.where(starts > 0, running[np.maximum(starts - 1, 0)], 0) if len(gaps) else starts
         self.docs = (running - np.repeat(base, lengths_per_term)).astype(np.int32)
-        tfs = np.frombuffer(block["tfs"], dtype=np.uint8).astype(np.float64)
-        lengths = np.frombuffer(block["lengths"], dtype="<u4").astype(np.float64)
+        tfs = np.frombuffer(block.tfs, dtype=np.uint8).astype(np.float64)
+        lengths = np.frombuffer(block.lengths, dtype="<u4").astype(np.float64)
         self.norms = self.k1 * (1.0 - self.b + self.b * lengths / self.avg_length)
         # Each posting's saturated term frequency, computed once: a query then only
         # multiplies by the term's idf and adds.

@@ -25,10 +25,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .types import HistoryItem
+from .types import COMPLETED_KINDS, HistoryItem
 from .validate import truncate_markdown
 
-COMPLETED_KINDS = ("answer", "passages")
 CARRIED_TURNS = 3
 QUESTION_CHARS = 350
 LAST_ANSWER_CHARS = 2000

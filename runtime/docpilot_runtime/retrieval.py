@@ -1,62 +1,73 @@
-"""Stage 3: hybrid retrieval over one site's bundle, and the gate's verdict on it.
+"""The turn core, stages 1-3 and the model-free results: one `Site` for the server and
+the browser's static mode.
 
-Both channels always run: BM25+ over the units' text, title and breadcrumb, and a
-Hamming scan of the 1-bit vectors rescored with the float query. The two ranked lists
-are fused by Reciprocal Rank Fusion (k = 60: each list adds 1 / (k + rank) to every
-unit it names); RERANK says how the fused pool is ordered. With no embedder, or one
-that fails, the dense list is empty and the gate switches to its lexical threshold.
+Numpy-free and parameterised by its scorers: the server plugs in the numpy BM25+
+scorer (``lexical_numpy``) and the dense scan (``dense.DenseChannel``, see
+``site_loader``); the browser plugs in the pure-Python scorer (``lexical``). Both run
+the same code below, so server lexical mode and static mode give the same result by
+construction (``tests/test_static_assets.py`` checks it over the whole dev set).
+
+Both channels run when there is a dense one: BM25+ over the units' text, title and
+breadcrumb, and a Hamming scan of the 1-bit vectors rescored with the float query.
+The ranked lists are fused by Reciprocal Rank Fusion; ``RetrievalParams.rerank`` says
+how the fused pool is ordered. With no embedder, or one that fails, the dense list is
+empty and the gate switches to its lexical threshold. Every tunable is in ``params``.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-import numpy as np
-
-from . import stages
-from .bundle import Bundle, UnitRecord, load_bundle
-from .dense import DenseIndex
-from .embedders import Embedder, EmbedderError, EmbedderSpec, load_embedder
-from .gate import Signals, confidence, default_params, gate_score, margin
-from .lexical_numpy import NumpyLexical
-from .settings import Settings
+from .bundle import Bundle, UnitRecord
+from .credentials import credential_reply, screen_request
+from .gate import GateParams, Signals, confidence, default_params, gate_score, margin
+from .lexical import ceiling_floor, idf, term_ceiling
+from .params import DEFAULT_PARAMS, RetrievalParams
+from .passages import passages_markdown
+from .paths import page_key
+from .social import match_social
 from .tokenize import query_terms
-from .types import AskRequest, PageRef
+from .types import COMPLETED_KINDS, AskRequest, Citation, HistoryItem, PageRef, Result
 
-log = logging.getLogger("docpilot.retrieval")
-
-RRF_K = 60
-# Channel weights in the fusion. The dense vote counts half: 1-bit WordLlama vectors are
-# the weaker ranking channel on section-level docs retrieval (FIELD-NOTES found the same).
-RRF_WEIGHTS = {"lexical": 1.0, "dense": 0.5}
-# How the fused pool is finally ordered: "fused" keeps the RRF order, "dense" re-ranks the
-# pool by dense cosine (as seed 000 describes), "blend" sorts by RRF score plus cosine / k.
-# Measured on the development set (benchmarks/bench_retrieval.py, 64 answerable
-# questions): fused at half dense weight found the right page first 39 times and in the
-# top five 55 times; dense re-ranking 34-35 / 55-56, blend 38 / 53-54. Re-ranking by
-# cosine loses first-place hits, so the fused order is kept. The gate does not depend on
-# this choice: it reads the raw channel signals.
-RERANK: Literal["fused", "dense", "blend"] = "fused"
-DENSE_CANDIDATES = 200  # Hamming candidates rescored with the float query
 Mode = Literal["hybrid", "lexical"]
+Hits = list[tuple[int, float]]
 
 
-@dataclass
+class LexicalScorer(Protocol):
+    """A BM25+ scorer over the bundle's lexical block (``lexical`` or ``lexical_numpy``)."""
+
+    count: int
+
+    def document_frequency(self, term: str) -> int: ...
+
+    def search(self, terms: Sequence[str], limit: int = 50) -> Hits: ...
+
+
+class DenseScorer(Protocol):
+    """The dense channel. ``query`` is whatever ``embed`` returned: opaque to the core."""
+
+    def embed(self, text: str) -> object | None: ...
+
+    def search(self, query: object, candidates: int) -> Hits: ...
+
+    def cosines(self, query: object, rows: Sequence[int]) -> list[float]: ...
+
+
+@dataclass(frozen=True)
 class Ranking:
     """One query's retrieval: the final order and the raw signals behind it."""
 
     order: list[int]
     mode: Mode
     signals: Signals
-    lexical: list[tuple[int, float]] = field(default_factory=list)
-    dense: list[tuple[int, float]] = field(default_factory=list)
+    lexical: Hits = field(default_factory=list)
+    dense: Hits = field(default_factory=list)
 
 
-def rrf(lists: Sequence[tuple[float, Sequence[int]]], k: int = RRF_K) -> list[tuple[int, float]]:
+def rrf(lists: Sequence[tuple[float, Sequence[int]]], k: int) -> Hits:
     """Reciprocal Rank Fusion of ranked lists given as (weight, ids best first)."""
     scores: dict[int, float] = {}
     for weight, ids in lists:
@@ -65,51 +76,57 @@ def rrf(lists: Sequence[tuple[float, Sequence[int]]], k: int = RRF_K) -> list[tu
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
+def lexical_signals(index: LexicalScorer, terms: Sequence[str], hits: Hits) -> tuple[float, float]:
+    """(strength, margin) of a BM25+ list: the best score over the most the terms could
+    score (never under ``ceiling_floor``), and best minus the mean of the next four,
+    over best."""
+    ceiling = max(
+        sum(
+            term_ceiling(idf(index.count, index.document_frequency(t)))
+            for t in dict.fromkeys(terms)
+        ),
+        ceiling_floor(index.count),
+    )
+    if not hits or ceiling <= 0:
+        return 0.0, 0.0
+    scores = [s for _, s in hits]
+    return min(scores[0] / ceiling, 1.0), margin(scores, 4) / scores[0]
+
+
 class Searcher:
-    """Runs both channels over one bundle's indexes; shared by the runtime and the
+    """Runs the channels over one bundle's indexes; shared by the turn and the
     build-time gate calibration."""
 
-    def __init__(self, lexical: NumpyLexical, dense: DenseIndex | None) -> None:
+    def __init__(
+        self,
+        lexical: LexicalScorer,
+        dense: DenseScorer | None = None,
+        params: RetrievalParams = DEFAULT_PARAMS,
+    ) -> None:
         self.lexical = lexical
         self.dense = dense
+        self.params = params
 
-    def cosines(self, query: np.ndarray, rows: Sequence[int]) -> np.ndarray:
-        assert self.dense is not None
-        centred = (query - self.dense.center).astype(np.float32)
-        norm = float(np.linalg.norm(centred)) * float(np.sqrt(self.dense.dims)) or 1.0
-        signs = self.dense.unit_signs(np.asarray(rows, dtype=np.int64))
-        result: np.ndarray = signs @ centred / norm
-        return result
-
-    def search(self, text: str, query_vector: np.ndarray | None) -> Ranking:
+    def search(self, text: str, query: object | None = None) -> Ranking:
+        """``query`` is the dense channel's embedding of ``text`` (None: lexical only)."""
+        p = self.params
         terms = query_terms(text)
-        lexical = self.lexical.search(terms, stages.CHANNEL_DEPTH)
-        lex_strength, lex_margin = stages.lexical_signals(self.lexical, terms, lexical)
-        if self.dense is None or query_vector is None:
-            order = [unit for unit, _ in lexical[: stages.POOL]]
+        lexical = self.lexical.search(terms, p.channel_depth)
+        lex_strength, lex_margin = lexical_signals(self.lexical, terms, lexical)
+        if self.dense is None or query is None:
             signals = Signals(lexical_strength=lex_strength, lexical_margin=lex_margin)
+            order = [unit for unit, _ in lexical[: p.pool]]
             return Ranking(order=order, mode="lexical", signals=signals, lexical=lexical)
-        rows, scores = self.dense.search(query_vector, DENSE_CANDIDATES)
-        dense = [
-            (int(r), float(s)) for r, s in zip(rows[: stages.CHANNEL_DEPTH], scores, strict=False)
-        ]
+        dense = self.dense.search(query, p.dense_candidates)[: p.channel_depth]
         fused = rrf(
-            [
-                (RRF_WEIGHTS["lexical"], [u for u, _ in lexical]),
-                (RRF_WEIGHTS["dense"], [u for u, _ in dense]),
-            ]
-        )[: stages.POOL]
+            [(p.lexical_weight, [u for u, _ in lexical]), (p.dense_weight, [u for u, _ in dense])],
+            p.rrf_k,
+        )[: p.pool]
         order = [u for u, _ in fused]
-        if RERANK != "fused" and order:
-            cos = self.cosines(query_vector, order)
-            if RERANK == "dense":
-                keyed = sorted(zip(order, cos, strict=True), key=lambda p: (-p[1], p[0]))
-            else:
-                bonus = {u: float(c) for u, c in zip(order, cos, strict=True)}
-                keyed = sorted(
-                    ((u, s + bonus[u] / RRF_K) for u, s in fused), key=lambda p: (-p[1], p[0])
-                )
-            order = [u for u, _ in keyed]
+        if p.rerank == "dense" and order:
+            cosines = self.dense.cosines(query, order)
+            ranked = sorted(zip(order, cosines, strict=True), key=lambda pair: (-pair[1], pair[0]))
+            order = [u for u, _ in ranked]
         dense_scores = [s for _, s in dense]
         signals = Signals(
             lexical_strength=lex_strength,
@@ -120,9 +137,27 @@ class Searcher:
         return Ranking(order=order, mode="hybrid", signals=signals, lexical=lexical, dense=dense)
 
 
-@dataclass
+def composed_question(history: Sequence[HistoryItem], question: str) -> str | None:
+    """The follow-up composed with the last *answered* question (and the one before it
+    when that turn was itself rescued by this channel); refused turns never anchor it."""
+    answered = [h for h in history if h.kind in COMPLETED_KINDS]
+    if not answered:
+        return None
+    last = answered[-1]
+    parts = [last.question]
+    if last.rescued and len(answered) > 1:
+        parts.insert(0, answered[-2].question)
+    return " ".join([*parts, question])
+
+
+@dataclass(frozen=True)
 class Retrieval:
-    """The gate's verdict on a turn, with what the rest of the turn needs."""
+    """The gate's verdict on a turn, with what the rest of the turn needs.
+
+    ``ranking.order`` is what retrieval found on its own merit: it makes ``ranked``,
+    the closest pages and the excerpts a ``passages`` answer shows. ``page_first`` are
+    the reader's current page's closest units, which join only the *model's* input
+    first (seed 003): they never count toward confidence or the gate."""
 
     site: Site
     ranking: Ranking
@@ -136,102 +171,150 @@ class Retrieval:
     def retriever(self) -> Mode:
         return self.ranking.mode
 
-    def ordered(self) -> list[int]:
-        return stages.with_page_first(self.page_first, self.ranking.order)
+    @property
+    def params(self) -> RetrievalParams:
+        return self.site.params
+
+    def model_order(self) -> list[int]:
+        """The model's input order: the reader's page first, then the ranking."""
+        first = self.page_first
+        return [*first, *(u for u in self.ranking.order if u not in first)]
 
     def ranked_ids(self) -> list[str]:
-        return stages.ranked_ids(self.ordered(), self.ranking.lexical, self.site.bundle.units)
-
-    def answer_units(self, limit: int = stages.ANSWER_UNITS) -> list[UnitRecord]:
+        """Unit ids best first, topped up from the lexical list to at least min_ranked."""
+        order = list(self.ranking.order)
+        seen = set(order)
+        for unit, _ in self.ranking.lexical:
+            if len(order) >= self.params.min_ranked:
+                break
+            if unit not in seen:
+                order.append(unit)
+                seen.add(unit)
         units = self.site.bundle.units
-        return [units[u] for u in self.ordered()[:limit]]
+        return [units[u].id for u in order]
+
+    def shown_units(self) -> list[UnitRecord]:
+        """The excerpts a ``passages`` answer quotes: the best on their own merit."""
+        units = self.site.bundle.units
+        return [units[u] for u in self.ranking.order[: self.params.answer_units]]
 
     def closest_pages(self) -> list[PageRef]:
-        return stages.closest_pages(self.ordered(), self.site.bundle.units, self.site.bundle.pages)
+        """The distinct pages of the best units, up to closest_pages."""
+        bundle = self.site.bundle
+        found: list[PageRef] = []
+        seen: set[int] = set()
+        for unit in self.ranking.order:
+            index = bundle.units[unit].page
+            if index not in seen:
+                seen.add(index)
+                found.append(PageRef(url=bundle.pages[index].url, title=bundle.pages[index].title))
+            if len(found) >= self.params.closest_pages:
+                break
+        return found
 
     def progress(self) -> str:
         if not self.passed:
             return "No section of the documentation covers this closely"
-        found = len(self.answer_units())
+        found = len(self.shown_units())
         return f"Found {found} result{'s' if found != 1 else ''}"
+
+    def common(self, base: Mapping[str, Any]) -> dict[str, Any]:
+        """The result fields every kind after stage 3 carries."""
+        return {
+            **base,
+            "confidence": self.confidence,
+            "retriever": self.retriever,
+            "rescued": self.rescued,
+            "ranked": self.ranked_ids(),
+        }
 
 
 @dataclass
 class Site:
-    """One bundle, loaded once, with its indexes and its query embedder."""
+    """One bundle, loaded once, with its scorers: the turn core for every host."""
 
     prefix: str
     bundle: Bundle
     searcher: Searcher
-    embedder: Embedder | None
-    gate: dict[str, Any]
-    page_units: dict[str, list[int]]
     embedder_error: str | None = None
-    unit_rows: dict[str, int] = field(default_factory=dict)  # unit id -> row
+    page_units: dict[str, list[int]] = field(init=False, repr=False)
+    unit_rows: dict[str, int] = field(init=False, repr=False)  # unit id -> row
+
+    def __post_init__(self) -> None:
+        if not self.prefix.endswith("/"):
+            self.prefix += "/"
+        self.page_units = {}
+        for i, unit in enumerate(self.bundle.units):
+            key = page_key(self.bundle.pages[unit.page].url)
+            self.page_units.setdefault(key, []).append(i)
+        self.unit_rows = {u.id: i for i, u in enumerate(self.bundle.units)}
 
     @property
     def name(self) -> str:
         return self.bundle.site_name
 
     @property
+    def params(self) -> RetrievalParams:
+        return self.searcher.params
+
+    @property
     def mode(self) -> Mode:
-        return (
-            "hybrid" if self.embedder is not None and self.searcher.dense is not None else "lexical"
-        )
+        return "hybrid" if self.searcher.dense is not None else "lexical"
 
     def describe(self) -> dict[str, Any]:
         embedder = self.bundle.embedder
         return {
             "prefix": self.prefix,
-            "bundle_version": self.bundle.data.get("version"),
+            "bundle_version": self.bundle.version,
             "bundle_hash": self.bundle.hash,
             "units": len(self.bundle.units),
             "pages": len(self.bundle.pages),
             "embedder": None
             if embedder is None
-            else {
-                "name": embedder["name"],
-                "model": embedder.get("model"),
-                "dims": embedder["dims"],
-            },
+            else {"name": embedder.name, "model": embedder.model, "dims": embedder.dims},
             "mode": self.mode,
             "retriever": self.mode,
-            "threshold": self.gate_params(self.mode)["threshold"],
+            "threshold": self.gate_params(self.mode).threshold,
         }
 
-    def gate_params(self, mode: Mode) -> dict[str, Any]:
-        params = self.gate.get(mode)
-        return params if isinstance(params, dict) else default_params(mode)
-
-    def embed_query(self, text: str) -> np.ndarray | None:
-        if self.embedder is None or self.searcher.dense is None:
-            return None
-        try:
-            return np.asarray(self.embedder.embed_query(text), dtype=np.float32)
-        except (EmbedderError, OSError, ValueError) as exc:
-            log.warning(
-                "query embedder failed (%s); answering in lexical mode", exc.__class__.__name__
-            )
-            return None
+    def gate_params(self, mode: Mode) -> GateParams:
+        params = getattr(self.bundle.gate, mode)
+        return params if params is not None else default_params(mode, self.params)
 
     def search(self, text: str) -> Ranking:
-        return self.searcher.search(text, self.embed_query(text))
+        dense = self.searcher.dense
+        return self.searcher.search(text, dense.embed(text) if dense is not None else None)
 
     def judge(self, ranking: Ranking) -> tuple[bool, float, int]:
         params = self.gate_params(ranking.mode)
-        score = gate_score(ranking.signals, params)
-        threshold = float(params["threshold"])
-        return score >= threshold, score, confidence(score, threshold)
+        score = gate_score(ranking.signals, params, self.params)
+        return score >= params.threshold, score, confidence(score, params.threshold)
+
+    def page_first(self, page: str | None, ranking: Ranking) -> list[int]:
+        """The reader's page's closest units (by the ranking, then by the lexical list)."""
+        if not page:
+            return []
+        candidates = self.page_units.get(page_key(page, self.prefix))
+        if not candidates:
+            return []
+        rank = {u: i for i, u in enumerate(ranking.order)}
+        lexical_rank = {u: i for i, (u, _) in enumerate(ranking.lexical)}
+        best = sorted(
+            candidates,
+            key=lambda u: (rank.get(u, len(rank)), lexical_rank.get(u, len(lexical_rank)), u),
+        )
+        return best[: self.params.page_first_units]
 
     def retrieve(self, request: AskRequest) -> Retrieval:
+        """Stage 3: retrieval and the gate, with the composed follow-up as a rescue."""
         ranking = self.search(request.question)
         passed, score, conf = self.judge(ranking)
         rescued = False
-        composed = stages.composed_question(request.history, request.question)
-        if composed is not None:
+        composed = composed_question(request.history, request.question)
+        if composed is not None and not passed:
             composed_ranking = self.search(composed)
             c_passed, c_score, c_conf = self.judge(composed_ranking)
-            if c_passed and not passed:
+            if c_passed:
                 ranking, passed, score, conf, rescued = (
                     composed_ranking,
                     True,
@@ -239,13 +322,6 @@ class Site:
                     c_conf,
                     True,
                 )
-        page_first = (
-            stages.page_first(
-                request.page, self.prefix, self.page_units, ranking.order, ranking.lexical
-            )
-            if request.page
-            else []
-        )
         return Retrieval(
             site=self,
             ranking=ranking,
@@ -253,56 +329,79 @@ class Site:
             score=score,
             confidence=conf,
             rescued=rescued,
-            page_first=page_first,
+            page_first=self.page_first(request.page, ranking),
         )
 
 
-def query_embedder(bundle: Bundle, settings: Settings) -> tuple[Embedder | None, str | None]:
-    """The embedder that matches the bundle's, or None (lexical mode) with the reason."""
-    info = bundle.embedder
-    if info is None:
-        return None, "the bundle has no embedder (embedder: none)"
-    hosted = settings.embedder
-    spec = EmbedderSpec(
-        name=str(info["name"]),
-        model=str(info.get("model") or ""),
-        dims=int(info["dims"]),
-        base_url=hosted.base_url if info["name"] == "openai" else "",
-        api_key_env=hosted.api_key_env if info["name"] == "openai" else "",
-        timeout=hosted.timeout,
-    )
-    try:
-        return load_embedder(spec), None
-    except EmbedderError as exc:
-        log.warning("%s: query embedder unavailable (%s); lexical mode", bundle.path, exc)
-        return None, str(exc)
+# --- The model-free results, and a whole model-free turn -------------------------------
 
 
-def load_site(site_dir: Path, prefix: str, settings: Settings) -> Site:
-    """Load and check one site's bundle and build its indexes (vectors stay in place)."""
-    bundle = load_bundle(site_dir)
-    lexical = NumpyLexical(bundle.data["lexical"])
-    dense = None
-    vectors = bundle.data.get("vectors")
-    embedder_info = bundle.embedder
-    if vectors is not None and embedder_info is not None:
-        dims = int(vectors["dims"])
-        raw_center = embedder_info.get("center")
-        center = (
-            np.frombuffer(raw_center, dtype="<f4") if raw_center else np.zeros(dims, np.float32)
+def opening_result(
+    request: AskRequest,
+    site_name: str,
+    templates: Mapping[str, Mapping[str, str]] | None,
+    base: Mapping[str, Any],
+) -> tuple[Result | None, AskRequest]:
+    """Stages 1 and 2: a pasted credential, then a purely social message, end the turn.
+
+    Returns the result that ends the turn (or None) and the request the turn goes on with:
+    `screen_request` has dropped a page or history item that carried a credential."""
+    screened = screen_request(request)
+    request = screened.request
+    found = screened.credential
+    if found is not None:
+        credential = Result(
+            kind="credential",
+            markdown=credential_reply(found),
+            credential_kind=found.kind,
+            **base,
         )
-        dense = DenseIndex.from_bytes(vectors["bits"], int(vectors["count"]), dims, center)
-    embedder, error = query_embedder(bundle, settings) if dense is not None else (None, None)
-    page_units: dict[str, list[int]] = {}
-    for i, unit in enumerate(bundle.units):
-        page_units.setdefault(bundle.pages[unit.page].url, []).append(i)
-    return Site(
-        prefix=prefix,
-        bundle=bundle,
-        searcher=Searcher(lexical, dense),
-        embedder=embedder,
-        gate=bundle.gate,
-        page_units=page_units,
-        embedder_error=error,
-        unit_rows={u.id: i for i, u in enumerate(bundle.units)},
+        return credential, request
+    social = match_social(request.question, site_name, templates)
+    if social is not None:
+        return Result(kind="social", markdown=social.markdown, **base), request
+    return None, request
+
+
+def refusal_result(site_name: str, closest: list[PageRef], common: Mapping[str, Any]) -> Result:
+    lines = [f"The {site_name} documentation does not seem to cover this, so I won't guess."]
+    if closest:
+        lines += ["", "These pages are the closest matches:", ""]
+        lines.extend(f"- [{p.title or p.url}]({p.url})" for p in closest)
+    return Result(kind="refusal", markdown="\n".join(lines), closest=closest, **common)
+
+
+def passages_result(
+    question: str, units: Sequence[UnitRecord], common: Mapping[str, Any]
+) -> Result:
+    """Above the gate with no model answer: the best excerpts, each cited."""
+    citations = [Citation(n=i + 1, id=u.id, url=u.url, title=u.title) for i, u in enumerate(units)]
+    return Result(
+        kind="passages",
+        markdown=passages_markdown(question, units),
+        citations=citations,
+        **common,
     )
+
+
+def new_turn_id() -> str:
+    return uuid.uuid4().hex
+
+
+def ask_without_model(
+    site: Site,
+    request: AskRequest,
+    templates: Mapping[str, Mapping[str, str]] | None = None,
+    turn_id: Callable[[], str] = new_turn_id,
+) -> Result:
+    """A whole turn with no model: stages 1-3, then ``passages`` or a ``refusal``. Static
+    mode answers with this; the server's turn runs the same steps around its model."""
+    base: dict[str, Any] = {"turn_id": turn_id(), "bundle_hash": site.bundle.hash}
+    opening, request = opening_result(request, site.name, templates, base)
+    if opening is not None:
+        return opening
+    retrieval = site.retrieve(request)
+    common = retrieval.common(base)
+    if not retrieval.passed:
+        return refusal_result(site.name, retrieval.closest_pages(), common)
+    return passages_result(request.question, retrieval.shown_units(), common)

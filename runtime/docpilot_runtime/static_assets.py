@@ -12,7 +12,7 @@ worker (``widget/worker.js``, served as ``<site_dir>/docpilot/worker.js``) loads
   looked up on a CDN.
 
 and, for static mode, writes ``<site_dir>/docpilot/static.json`` from the bundle
-(`browser.static_index_json`). The browser needs no other package: not numpy, and not
+(`bundle.encode_static`). The browser needs no other package: not numpy, and not
 msgpack either (static mode reads JSON; see `browser`).
 
 Pyodide's binaries are never committed to git. An offline build finds them, in order:
@@ -41,8 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .browser import STATIC_NAME, static_index_json
-from .bundle import BUNDLE_DIR, load_bundle, write_atomic
+from .bundle import BUNDLE_DIR, STATIC_NAME, Bundle, encode_static, load_bundle, write_atomic
 
 _logger = logging.getLogger("docpilot.browser")
 
@@ -63,22 +62,23 @@ RUNTIME_DIR = "pyodide"  # under <site_dir>/docpilot/
 LOCK_NAME = "docpilot-lock.json"
 WHEEL_DIST = "docpilot_browser"
 WHEEL_PACKAGE = "docpilot-browser"  # its name in the lock file, for loadPackage()
-# The browser core: pure Python, standard library only (test_static_assets.py checks that
-# `browser`'s imports stay inside this list).
+# The browser core: pure Python, standard library only. Exactly the modules importing
+# `browser` loads (test_static_assets.py compares this list with that import closure).
 BROWSER_MODULES = (
     "__init__",
     "browser",
+    "bundle",
     "credential_patterns",
     "credentials",
     "gate",
     "lexical",
-    "memory",
+    "params",
     "passages",
+    "paths",
+    "retrieval",
     "social",
-    "stages",
     "tokenize",
     "types",
-    "validate",
 )
 # Data files the browser core reads next to its modules (the credential rules, the social
 # phrases): plain data, so any other engine can share them.
@@ -255,12 +255,14 @@ def _copy_if_changed(source: Path, target: Path) -> bool:
     return True
 
 
-def write_static_index(site_dir: str | os.PathLike[str]) -> Path:
-    """Write ``<site_dir>/docpilot/static.json`` from the site's bundle (unchanged bytes
-    are not rewritten); return its path."""
-    bundle = load_bundle(site_dir)
+def write_static_index(site_dir: str | os.PathLike[str], bundle: Bundle | None = None) -> Path:
+    """Write ``<site_dir>/docpilot/static.json`` from the site's decoded bundle (the one
+    the build just wrote, in memory; read from the site only when not given). Unchanged
+    bytes are not rewritten; return its path."""
+    if bundle is None:
+        bundle = load_bundle(site_dir)
     path = Path(site_dir) / BUNDLE_DIR / STATIC_NAME
-    _write_if_changed(path, static_index_json(bundle.data, bundle.hash))
+    _write_if_changed(path, encode_static(bundle))
     return path
 
 
@@ -269,6 +271,7 @@ def install_browser_runtime(
     pyodide_url: str | None = None,
     log: Log = _logger.info,
     static_mode: bool = True,
+    bundle: Bundle | None = None,
 ) -> None:
     """Install what the widget's worker loads into ``<site_dir>/docpilot/pyodide/``.
 
@@ -292,7 +295,7 @@ def install_browser_runtime(
         if stale.name not in wanted and stale.is_file():
             stale.unlink()
     if static_mode:
-        write_static_index(site_dir)
+        write_static_index(site_dir, bundle)
     changed = sum(wanted.values())
     where = (
         f"Pyodide from {source.origin} ({source.path})" if source else f"Pyodide at {pyodide_url}"

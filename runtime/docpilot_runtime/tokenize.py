@@ -120,9 +120,7 @@ def tokenize(text: str) -> list[str]:
             parts = _PART.findall(compound)
             if compound != parts[0]:
                 tokens.append(compound[:_MAX_TOKEN_CHARS])
-            tokens.extend(
-                stem(p[:_MAX_TOKEN_CHARS]) for p in parts if len(p) > 1 or p.isdigit()
-            )
+            tokens.extend(stem(p[:_MAX_TOKEN_CHARS]) for p in parts if len(p) > 1 or p.isdigit())
             continue
         parts = _PART.findall(compound)
         if compound != parts[0] and not any(_is_unspaced_script(c) for c in compound):

@@ -93,7 +93,7 @@ class TurnTools:
 
     @property
     def site_tools(self) -> dict[str, Mapping[str, Any]]:
-        return {str(t["name"]): t for t in self.site.bundle.data.get("tools", [])}
+        return {str(t["name"]): t for t in self.site.bundle.tools}
 
     def specs(self) -> list[ToolSpec]:
         specs = [

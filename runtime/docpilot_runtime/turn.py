@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,13 +23,14 @@ from typing import Any
 
 import httpx
 
-from . import stages
 from .answer import Answer, ask_providers
 from .bundle import BUNDLE_DIR, BUNDLE_NAME
 from .memory import build_memory, render_memory
+from .paths import page_path
 from .providers import Provider, ProviderError, make_provider
-from .retrieval import Site, load_site
+from .retrieval import Site, new_turn_id, opening_result, passages_result, refusal_result
 from .settings import Settings
+from .site_loader import HostedEmbedder, load_site
 from .types import AskRequest, Result
 
 log = logging.getLogger("docpilot.turn")
@@ -51,10 +51,6 @@ async def _ignore(_event: Event) -> None:
     return None
 
 
-def new_turn_id() -> str:
-    return uuid.uuid4().hex
-
-
 @dataclass
 class Runtime:
     """Every site this runtime answers for, picked per request by the page path."""
@@ -65,7 +61,7 @@ class Runtime:
     http: httpx.AsyncClient | None = None  # for site tools; made when a site declares any
 
     def __post_init__(self) -> None:
-        if self.http is None and any(site.bundle.data.get("tools") for site in self.sites):
+        if self.http is None and any(site.bundle.tools for site in self.sites):
             self.http = httpx.AsyncClient()
 
     async def _answer(self, request: AskRequest, retrieval: Any, emit: EventSink) -> Answer | None:
@@ -100,7 +96,7 @@ class Runtime:
     def site_for(self, page: str | None) -> Site:
         """The site whose mount prefix is the longest one the page path starts with."""
         if page:
-            path = page.split("#", 1)[0].split("?", 1)[0]
+            path = page_path(page)
             matches = [s for s in self.sites if path.startswith(s.prefix)]
             if matches:
                 return max(matches, key=lambda s: len(s.prefix))
@@ -126,7 +122,7 @@ class Runtime:
 
         # 1-2. A pasted credential, then a purely social message, end the turn before
         # anything else sees the text.
-        opening, request = stages.opening_result(
+        opening, request = opening_result(
             request, site.name, self.settings.social_templates, base
         )
         if opening is not None:
@@ -136,15 +132,9 @@ class Runtime:
         # Off the event loop: a hosted query embedder is a blocking HTTP call.
         retrieval = await asyncio.to_thread(site.retrieve, request)
         await emit(Event("progress", {"stage": "retrieval", "message": retrieval.progress()}))
-        common: dict[str, Any] = {
-            **base,
-            "confidence": retrieval.confidence,
-            "retriever": retrieval.retriever,
-            "rescued": retrieval.rescued,
-            "ranked": retrieval.ranked_ids(),
-        }
+        common = retrieval.common(base)
         if not retrieval.passed:
-            return stages.refusal_result(site.name, retrieval.closest_pages(), common)
+            return refusal_result(site.name, retrieval.closest_pages(), common)
 
         # 4-6. A model, primed with the gate's excerpts, through the answer ladder.
         if self.providers and models:
@@ -163,7 +153,7 @@ class Runtime:
                         **common,
                     )
                 # An answer with no surviving citation is never shown: a refusal.
-                return stages.refusal_result(
+                return refusal_result(
                     site.name,
                     retrieval.closest_pages(),
                     {
@@ -174,7 +164,7 @@ class Runtime:
                 )
 
         # Above the gate with no model (or none answered): the best excerpts, each cited.
-        return stages.passages_result(request.question, retrieval.answer_units(), common)
+        return passages_result(request.question, retrieval.shown_units(), common)
 
 
 def find_bundles(site_dir: Path) -> list[tuple[str, Path]]:
@@ -193,7 +183,9 @@ def load_runtime(site_dir: str | Path, settings: Settings | None = None) -> Runt
     settings = settings or Settings()
     root = Path(site_dir)
     bundles = find_bundles(root) or [("/", root)]  # no bundle: let load_site name the file
-    sites = [load_site(path, prefix, settings) for prefix, path in bundles]
+    hosted = settings.embedder
+    embedder = HostedEmbedder(hosted.base_url, hosted.api_key_env, hosted.timeout)
+    sites = [load_site(path, prefix, embedder) for prefix, path in bundles]
     providers = []
     for configured in settings.providers:
         try:

@@ -14,6 +14,8 @@ Kind = Literal["answer", "refusal", "passages", "social", "credential"]
 # Why a turn that would have gone to a model settled as `passages` without one.
 FallbackReason = Literal["spend_cap"]
 HISTORY_KINDS = ("answer", "refusal", "passages", "social", "credential")
+# Kinds of an earlier turn that answered: they anchor a follow-up and its memory.
+COMPLETED_KINDS = ("answer", "passages")
 
 
 @dataclass(frozen=True)

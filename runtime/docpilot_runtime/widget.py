@@ -16,6 +16,7 @@ from pathlib import Path
 from posixpath import relpath
 from typing import Any
 
+from .bundle import Bundle
 from .schema import OptionsError
 from .settings_schema import WIDGET
 
@@ -154,7 +155,10 @@ def copy_widget(site_dir: Path) -> None:
 
 
 def install_widget(
-    site_dir: Path, options: WidgetOptions, log: Callable[[str], None] = lambda _m: None
+    site_dir: Path,
+    options: WidgetOptions,
+    log: Callable[[str], None] = lambda _m: None,
+    bundle: Bundle | None = None,
 ) -> None:
     """The widget's files plus Pyodide and our browser wheel, which its worker needs for
     the in-browser credential check (in every mode) and, in static mode, the static index.
@@ -164,9 +168,8 @@ def install_widget(
     from .static_assets import install_browser_runtime
 
     copy_widget(site_dir)
-    install_browser_runtime(
-        site_dir, options.pyodide_url or None, log=log, static_mode=options.static_mode
-    )
+
+    install_browser_runtime(site_dir, options.pyodide_url or None, log, options.static_mode, bundle)
 
 
 def inject_built_site(

@@ -33,7 +33,7 @@ def timed(fn, runs=7):
 
 def measure(raw, text):
     raw = raw.to_bytes()
-    via_msgpack = timed(lambda: LexicalIndex(parse_bundle(raw, "bundle").data["lexical"]))
+    via_msgpack = timed(lambda: LexicalIndex(parse_bundle(raw, "bundle").lexical))
     via_json = timed(lambda: browser.load_static(text))
     return [len(raw), len(text.encode()), *via_msgpack, *via_json]
 measure

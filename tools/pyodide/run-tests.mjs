@@ -20,6 +20,8 @@ const CORE_TESTS = [
   "tests/test_screening.py",
   "tests/test_validate.py",
   "tests/test_memory.py",
+  "tests/test_gate.py",
+  "tests/test_tokenize.py",
   "tests/pyodide",
 ];
 

@@ -8,6 +8,7 @@ written atomically, so a failed build leaves the previous bundle in place.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fnmatch
 import hashlib
 import logging
@@ -16,13 +17,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import msgpack
 import numpy as np
 
 from .. import __version__
-from ..bundle import BUNDLE_DIR, FORMAT, VERSION, bundle_path, encode_bundle, write_atomic
+from ..bundle import (
+    BUNDLE_DIR,
+    VERSION,
+    Bundle,
+    BundleError,
+    EmbedderInfo,
+    Page,
+    SiteInfo,
+    UnitRecord,
+    Vectors,
+    bundle_path,
+    encode_bundle,
+    parse_bundle,
+    write_atomic,
+)
 from ..dense import LAYOUT, DenseIndex, pack_vectors, sign_bits
 from ..embedders import Embedder, EmbedderError, load_embedder
 from ..lexical import LexicalDoc, build_lexical
@@ -67,6 +81,7 @@ class BuildReport:
     index_seconds: float  # the indexing step alone: parsing, embedding, BM25
     warnings: list[str] = field(default_factory=list)
     probes_embedded: int = 0  # gate calibration queries embedded (cache misses)
+    bundle: Bundle | None = None  # what was written, decoded: static.json derives from it
 
     def summary(self) -> str:
         return (
@@ -187,6 +202,10 @@ class LastBuild:
             raise BuildError(f"cannot write {report.path}: {exc.strerror}") from None
         except Exception:  # an unreadable record only costs a full build
             return False
+        try:
+            report.bundle = parse_bundle(bundle, str(report.path))
+        except BundleError:
+            return False  # a record of another schema version: build afresh
         report.pages, report.units = saved["pages"], saved["units"]
         report.bundle_bytes, report.cached = len(bundle), saved["units"]
         for message in saved["warnings"]:
@@ -259,7 +278,7 @@ def index_site(
     if last.restore(key, report, _warn):
         report.index_seconds = report.seconds = time.perf_counter() - started
         return report
-    page_rows: list[dict[str, Any]] = []
+    page_rows: list[Page] = []
     units: list[Unit] = []
     for source, raw in zip(sources, contents, strict=True):
         try:
@@ -271,7 +290,8 @@ def index_site(
         if not raw.strip():
             _warn(f"{source.path}: empty page; it has no sections to index")
         index = len(page_rows)
-        page_rows.append({"url": source.url, "title": parsed.title, "ids": parsed.ids})
+        ids = tuple(parsed.ids)
+        page_rows.append(Page(url=source.url, title=parsed.title, ids=frozenset(ids), id_order=ids))
         if source.excluded or parsed.noindex or is_excluded(source, options.exclude):
             continue
         found = page_units(parsed, source.url, index, options.max_section_chars, _warn)
@@ -286,8 +306,8 @@ def index_site(
             embedder = load_embedder(options.embedder)
         except EmbedderError as exc:
             raise BuildError(f"embedder setting: {exc}") from exc
-    embedder_row: dict[str, Any] | None = None
-    vectors_row: dict[str, Any] | None = None
+    embedder_row: EmbedderInfo | None = None
+    vectors_row: Vectors | None = None
     dense: DenseIndex | None = None
     cache: EmbeddingCache | None = None
     if embedder is not None:
@@ -302,14 +322,14 @@ def index_site(
             if len(units)
             else np.zeros((0, embedder.dims // 8), np.uint8)
         )
-        embedder_row = {
-            "name": embedder.name,
-            "model": embedder.model,
-            "dims": embedder.dims,
-            "center": center.tobytes() if center is not None else None,
-        }
+        embedder_row = EmbedderInfo(
+            name=embedder.name,
+            model=embedder.model,
+            dims=embedder.dims,
+            center=center.tobytes() if center is not None else None,
+        )
         packed = pack_vectors(bits)
-        vectors_row = {"layout": LAYOUT, "dims": embedder.dims, "count": len(units), "bits": packed}
+        vectors_row = Vectors(layout=LAYOUT, dims=embedder.dims, count=len(units), bits=packed)
         no_center = np.zeros(embedder.dims, np.float32)
         dense = DenseIndex.from_bytes(
             packed, len(units), embedder.dims, center if center is not None else no_center
@@ -325,34 +345,27 @@ def index_site(
         except OSError as exc:
             _warn(f"embedding cache {cache.path} not saved ({exc.strerror}); next build re-embeds")
     report.index_seconds = time.perf_counter() - started
-    data: dict[str, Any] = {
-        "format": FORMAT,
-        "version": VERSION,
-        "generator": f"docpilot {__version__}",
-        "site": {
-            "name": options.site_name or site_name_from_pages(contents),
-            "url": options.site_url,
-        },
-        "embedder": embedder_row,
-        "vectors": vectors_row,
-        "pages": page_rows,
-        "units": [
-            {
-                "id": u.id,
-                "url": u.url,
-                "title": u.title,
-                "breadcrumb": list(u.breadcrumb),
-                "text": u.text,
-                "page": u.page,
-            }
-            for u in units
-        ],
-        "lexical": lexical,
-        "gate": gate,
-        "tools": [dict(t) for t in options.tools],
-        "actions": [dict(a) for a in options.actions],
-    }
-    payload = encode_bundle(data)
+    built = Bundle(
+        path=str(report.path),
+        hash="",
+        version=VERSION,
+        generator=f"docpilot {__version__}",
+        site=SiteInfo(
+            name=options.site_name or site_name_from_pages(contents), url=options.site_url
+        ),
+        embedder=embedder_row,
+        vectors=vectors_row,
+        pages=tuple(page_rows),
+        units=tuple(
+            UnitRecord(u.id, u.url, u.title, tuple(u.breadcrumb), u.text, u.page) for u in units
+        ),
+        lexical=lexical,
+        gate=gate,
+        tools=tuple(dict(t) for t in options.tools),
+        actions=tuple(dict(a) for a in options.actions),
+    )
+    payload = encode_bundle(built)
+    report.bundle = dataclasses.replace(built, hash=hashlib.sha256(payload).hexdigest())
     try:
         write_atomic(report.path, payload)
     except OSError as exc:

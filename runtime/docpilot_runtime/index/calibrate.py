@@ -23,11 +23,11 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from ..dense import DenseIndex
+from ..bundle import Gate, LexicalBlock
+from ..dense import DenseChannel, DenseIndex
 from ..embedders import Embedder
 from ..gate import Signals, calibrate_mode
 from ..lexical_numpy import NumpyLexical
@@ -127,35 +127,35 @@ def _query_vectors(
 
 def calibrate_gate(
     units: Sequence[Unit],
-    lexical_block: dict[str, Any],
+    lexical_block: LexicalBlock,
     dense: DenseIndex | None,
     embedder: Embedder | None,
     cache: EmbeddingCache | None,
-) -> tuple[dict[str, Any], int]:
-    """The bundle's ``gate`` map, and how many probe queries had to be embedded."""
+) -> tuple[Gate, int]:
+    """The bundle's gate, and how many probe queries had to be embedded."""
     lexical = NumpyLexical(lexical_block)
     covered = covered_probes(units, lexical)
     salads = salad_probes(units, lexical)
     uncovered = [*OFF_TOPIC, *salads]
-    gate: dict[str, Any] = {"method": METHOD}
-    lexical_searcher = Searcher(lexical, None)
-    lexical_uncovered = [lexical_searcher.search(q, None).signals for q in uncovered]
-    gate["lexical"] = calibrate_mode(
+    lexical_searcher = Searcher(lexical)
+    lexical_uncovered = [lexical_searcher.search(q).signals for q in uncovered]
+    lexical_gate = calibrate_mode(
         "lexical",
-        [lexical_searcher.search(q, None).signals for q in covered],
+        [lexical_searcher.search(q).signals for q in covered],
         lexical_uncovered,
         lexical_uncovered[: len(OFF_TOPIC)],
     )
     embedded = 0
+    hybrid_gate = None
     if dense is not None and embedder is not None and cache is not None:
-        searcher = Searcher(lexical, dense)
+        searcher = Searcher(lexical, DenseChannel(dense, None))
         vectors, embedded = _query_vectors([*covered, *uncovered], embedder, cache)
 
         def signals(queries: list[str], offset: int) -> list[Signals]:
             return [searcher.search(q, vectors[offset + i]).signals for i, q in enumerate(queries)]
 
         hybrid_uncovered = signals(uncovered, len(covered))
-        gate["hybrid"] = calibrate_mode(
+        hybrid_gate = calibrate_mode(
             "hybrid", signals(covered, 0), hybrid_uncovered, hybrid_uncovered[: len(OFF_TOPIC)]
         )
-    return gate, embedded
+    return Gate(method=METHOD, lexical=lexical_gate, hybrid=hybrid_gate), embedded

@@ -11,9 +11,14 @@ from ..embedders import EmbedderSpec
 from ..schema import OptionsError
 from ..settings_schema import INDEX, INDEX_EMBEDDER
 
-__all__ = ["DEFAULT_CACHE_DIR", "IndexOptions", "OptionsError", "embedder_spec", "index_options"]
+__all__ = [
+    "DEFAULT_CACHE_DIR",
+    "DEFAULT_MAX_SECTION_CHARS",
+    "IndexOptions", "OptionsError", "embedder_spec", "index_options"]
 
 DEFAULT_CACHE_DIR: str = INDEX["cache_dir"].default
+# Here, not in units.py: that imports the HTML parser (lxml), which reading settings must not.
+DEFAULT_MAX_SECTION_CHARS: int = INDEX["max_section_chars"].default
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .html_sections import Block, ParsedPage
+from .options import DEFAULT_MAX_SECTION_CHARS
 
-DEFAULT_MAX_SECTION_CHARS = 6000
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 

@@ -1,0 +1,96 @@
+"""Every retrieval and gate tunable, in one frozen dataclass with its default and why.
+
+The turn core (``retrieval``), the gate (``gate``), the build-time calibration and the
+benchmarks all read a ``RetrievalParams``; a variant is ``dataclasses.replace(DEFAULT,
+...)``, never a patched module constant. Pure Python, for the browser core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+Rerank = Literal["fused", "dense"]
+
+
+def _frozen(value: dict[str, dict[str, float]]) -> Mapping[str, Mapping[str, float]]:
+    return MappingProxyType({k: MappingProxyType(v) for k, v in value.items()})
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    """The tunables of stages 3 (retrieval, gate) and of what a turn shows.
+
+    * ``rrf_k`` (60): Reciprocal Rank Fusion's constant; each list adds
+      ``weight / (k + rank)`` to every unit it names (Cormack et al.'s default).
+    * ``lexical_weight`` (1.0), ``dense_weight`` (0.5): each channel's vote in the
+      fusion. The dense vote counts half: 1-bit vectors are the weaker ranking channel
+      on section-level docs retrieval (``benchmarks/bench_retrieval.py``).
+    * ``rerank`` ("fused"): how the fused pool is finally ordered. "dense" re-ranks it
+      by the query's cosine to each unit's sign bits (seed 000's design); measured on
+      the development set it loses first-place hits (``benchmarks/README.md``), so the
+      fused order is the default. The gate does not depend on it.
+    * ``channel_depth`` (50): units each channel contributes to the fusion.
+    * ``dense_candidates`` (200): Hamming candidates rescored with the float query.
+    * ``pool`` (30): fused units kept for the answer and the closest pages.
+    * ``answer_units`` (4): excerpts a ``passages`` answer quotes.
+    * ``page_first_units`` (2): units of the reader's page that join the model's input
+      first (seed 003); they never count toward confidence and are never shown as
+      passages unless they rank there on their own.
+    * ``closest_pages`` (5): pages a refusal lists.
+    * ``min_ranked`` (10): ``ranked`` lists at least this many units where it can.
+    * ``gate_weights``: the fixed weight of each raw signal in the gate score, per mode
+      (not fitted per corpus: strength matters more than margin, and in hybrid mode the
+      two channels count equally).
+    * ``clip_low`` (-1.0), ``clip_high`` (1.5): bounds of a signal's position between
+      its calibrated anchors, so one extreme signal cannot outvote the others.
+    * ``min_span``: the least distance between a signal's two anchors; where a corpus
+      barely separates the probe sets on one signal, dividing by that gap would turn
+      noise into a full vote.
+    * ``off_topic_quantile`` (0.95), ``threshold_range`` (0.1, 0.75): the threshold is
+      the score that this share of everyday off-topic questions stay below, clamped.
+    """
+
+    rrf_k: int = 60
+    lexical_weight: float = 1.0
+    dense_weight: float = 0.5
+    rerank: Rerank = "fused"
+    channel_depth: int = 50
+    dense_candidates: int = 200
+    pool: int = 30
+    answer_units: int = 4
+    page_first_units: int = 2
+    closest_pages: int = 5
+    min_ranked: int = 10
+    gate_weights: Mapping[str, Mapping[str, float]] = field(
+        default_factory=lambda: _frozen(
+            {
+                "hybrid": {
+                    "dense_strength": 0.35,
+                    "dense_margin": 0.15,
+                    "lexical_strength": 0.35,
+                    "lexical_margin": 0.15,
+                },
+                "lexical": {"lexical_strength": 0.7, "lexical_margin": 0.3},
+            }
+        )
+    )
+    clip_low: float = -1.0
+    clip_high: float = 1.5
+    min_span: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType(
+            {
+                "lexical_strength": 0.1,
+                "lexical_margin": 0.1,
+                "dense_strength": 0.05,
+                "dense_margin": 0.03,
+            }
+        )
+    )
+    off_topic_quantile: float = 0.95
+    threshold_range: tuple[float, float] = (0.1, 0.75)
+
+
+DEFAULT_PARAMS = RetrievalParams()

@@ -1,0 +1,84 @@
+"""The refusal gate: signals placed between calibrated anchors, one threshold, confidence.
+
+Pure Python: this file also runs under Pyodide (``tools/pyodide/run-tests.mjs``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from docpilot_runtime.gate import (
+    Anchor,
+    GateParams,
+    Signals,
+    calibrate_mode,
+    confidence,
+    default_params,
+    gate_score,
+    margin,
+    quantile,
+)
+from docpilot_runtime.params import DEFAULT_PARAMS
+
+
+def test_margin_is_best_minus_the_mean_of_the_next() -> None:
+    assert margin([5.0, 3.0, 1.0], 4) == pytest.approx(3.0)
+    assert margin([2.0], 4) == 2.0 and margin([], 4) == 0.0
+
+
+def test_quantile_interpolates_linearly() -> None:
+    assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == pytest.approx(2.5)
+    assert quantile([0.0, 10.0], 0.95) == pytest.approx(9.5)
+
+
+def test_gate_score_places_signals_between_the_anchors_and_clips() -> None:
+    anchor = Anchor(uncovered=0.2, covered=0.6)
+    params = GateParams(
+        weights={"lexical_strength": 0.7, "lexical_margin": 0.3},
+        anchors={"lexical_strength": anchor, "lexical_margin": anchor},
+        threshold=0.5,
+    )
+    assert gate_score(Signals(0.2, 0.2), params) == pytest.approx(0.0)
+    assert gate_score(Signals(0.6, 0.6), params) == pytest.approx(1.0)
+    assert gate_score(Signals(50.0, 50.0), params) == pytest.approx(1.5)
+
+
+def test_confidence_is_fifty_at_the_threshold_and_bounded() -> None:
+    assert confidence(0.4, 0.4) == 50
+    assert confidence(0.0, 0.4) == 0 and confidence(5.0, 0.4) == 100
+    assert confidence(1.0, 0.4) == 75
+
+
+def test_clips_come_from_the_retrieval_params() -> None:
+    anchor = Anchor(uncovered=0.0, covered=1.0)
+    params = GateParams(
+        weights={"lexical_strength": 1.0}, anchors={"lexical_strength": anchor}, threshold=0.5
+    )
+    wide = dataclasses.replace(DEFAULT_PARAMS, clip_high=3.0, clip_low=-5.0)
+    assert gate_score(Signals(10.0), params) == pytest.approx(DEFAULT_PARAMS.clip_high)
+    assert gate_score(Signals(10.0), params, wide) == pytest.approx(3.0)
+    assert gate_score(Signals(-10.0), params, wide) == pytest.approx(-5.0)
+
+
+def test_anchors_keep_their_minimum_span_when_probes_barely_differ() -> None:
+    covered = [Signals(lexical_strength=0.31, lexical_margin=0.2)] * 5
+    uncovered = [Signals(lexical_strength=0.30, lexical_margin=0.2)] * 5
+    params = calibrate_mode("lexical", covered, uncovered, uncovered)
+    span = params.anchors["lexical_strength"]
+    assert span.covered - span.uncovered == pytest.approx(
+        DEFAULT_PARAMS.min_span["lexical_strength"]
+    )
+    assert (
+        DEFAULT_PARAMS.threshold_range[0] <= params.threshold <= DEFAULT_PARAMS.threshold_range[1]
+    )
+    assert params.samples == {"covered": 5, "uncovered": 5, "off_topic": 5}
+
+
+def test_uncalibrated_fallback_weighs_only_its_modes_signals() -> None:
+    lexical, hybrid = default_params("lexical"), default_params("hybrid")
+    assert set(lexical.anchors) == {"lexical_strength", "lexical_margin"}
+    assert set(hybrid.weights) == set(DEFAULT_PARAMS.gate_weights["hybrid"])
+    assert sum(hybrid.weights.values()) == pytest.approx(1.0)
+    dense_only = Signals(dense_strength=1.0, dense_margin=1.0)
+    assert gate_score(dense_only, lexical) < gate_score(dense_only, hybrid)
