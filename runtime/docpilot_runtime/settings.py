@@ -16,6 +16,7 @@ from typing import Any
 from .answer_settings import AnswerSettings, turn_deadline
 from .index.options import IndexOptions, OptionsError, index_options
 from .providers.config import ProviderSettings, provider_settings
+from .records.config import RecordsSettings, records_settings
 from .types import Limits
 from .widget import WIDGET_KEYS, WidgetOptions, widget_options
 
@@ -36,6 +37,7 @@ class Settings:
     social_templates: dict[str, dict[str, str]] = field(default_factory=dict)
     providers: tuple[ProviderSettings, ...] = ()
     answer: AnswerSettings = field(default_factory=AnswerSettings)
+    records: RecordsSettings = field(default_factory=RecordsSettings)
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -73,7 +75,7 @@ def _social(raw: dict[str, Any], file: Path) -> dict[str, dict[str, str]]:
     return out
 
 
-_TABLES = {"index", "server", "providers", "embedder", "answer", "social"}
+_TABLES = {"index", "server", "providers", "embedder", "answer", "social", "records"}
 _ANSWER_KEYS = {"max_steps", "tentative_below", "max_answer_chars", "turn_deadline"}
 
 
@@ -137,6 +139,10 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     except OptionsError as exc:
         raise SettingsError(str(exc)) from None
     limits, origins = _server(raw, file)
+    try:
+        records = records_settings(raw.get("records", {}), str(file))
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
     return Settings(
         source=str(file),
         index=index,
@@ -146,5 +152,6 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
         social_templates=_social(raw, file),
         providers=_providers(raw, file),
         answer=_answer(raw, file),
+        records=records,
         raw=raw,
     )

@@ -29,6 +29,7 @@ from .answer import Answer, ask_providers
 from .bundle import BUNDLE_DIR, BUNDLE_NAME
 from .memory import build_memory, render_memory
 from .providers import Provider, ProviderError, make_provider
+from .records import Recorder, StageClock
 from .retrieval import Site, load_site
 from .settings import Settings
 from .types import AskRequest, Result
@@ -63,6 +64,7 @@ class Runtime:
     settings: Settings = field(default_factory=Settings)
     providers: list[Provider] = field(default_factory=list)
     http: httpx.AsyncClient | None = None  # for site tools; made when a site declares any
+    recorder: Recorder | None = None  # set by the app while it serves; None records nothing
 
     def __post_init__(self) -> None:
         if self.http is None and any(site.bundle.data.get("tools") for site in self.sites):
@@ -115,8 +117,15 @@ class Runtime:
         }
 
     async def ask(self, request: AskRequest, emit: EventSink | None = None) -> Result:
-        """Run one turn; progress goes to ``emit``; the returned Result is authoritative."""
-        emit = emit or _ignore
+        """Run one turn; progress goes to ``emit``; the returned Result is authoritative.
+        With a recorder, the turn is spooled (on disk) before this returns."""
+        clock = StageClock()
+        result = await self._turn(request, clock.wrap(emit or _ignore))
+        if self.recorder is not None:
+            await self.recorder.record(result, request, clock.finish())
+        return result
+
+    async def _turn(self, request: AskRequest, emit: EventSink) -> Result:
         site = self.site_for(request.page)
         turn_id = new_turn_id()
         base: dict[str, Any] = {"turn_id": turn_id, "bundle_hash": site.bundle.hash}

@@ -69,6 +69,7 @@ class AskRequest:
     history: tuple[HistoryItem, ...] = ()
     page: str | None = None
     quote: str | None = None
+    consent: bool = False  # the reader accepted records (owners may require it)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
     """Check a decoded JSON body (or a `docpilot ask` JSON line) into an AskRequest."""
     if not isinstance(body, dict):
         raise RequestError("body", "must be a JSON object")
-    unknown = set(body) - {"question", "history", "page", "quote"}
+    unknown = set(body) - {"question", "history", "page", "quote", "consent"}
     if unknown:
         raise RequestError(sorted(unknown)[0], "is not a known field")
     question = _string(body, "question", "", limits.max_question_chars, required=True)
@@ -121,6 +122,9 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
     if not question.strip():
         raise RequestError("question", "is empty")
     page = _string(body, "page", "", 2048, required=False)
+    consent = body.get("consent", False)
+    if not isinstance(consent, bool):
+        raise RequestError("consent", "must be true or false")
     quote = _string(body, "quote", "", limits.max_quote_chars, required=False)
     raw_history = body.get("history")
     raw_history = [] if raw_history is None else raw_history
@@ -154,4 +158,6 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
                 quote=_string(item, "quote", where, limits.max_quote_chars, False),
             )
         )
-    return AskRequest(question=question, history=tuple(history), page=page, quote=quote)
+    return AskRequest(
+        question=question, history=tuple(history), page=page, quote=quote, consent=consent
+    )
