@@ -8,6 +8,7 @@ share, through the project's one tokenizer.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ _FUNCTION_WORDS = (
 )
 # As the tokenizer spells them (stemmed), so "does" and "using" match their tokens.
 FUNCTION_WORDS = frozenset(tokenize(_FUNCTION_WORDS))
+_WORDS = re.compile(r"[^\W_]+(?:[-_./:][^\W_]+)*")
 SIMILAR_AT = 0.34  # Jaccard overlap of content terms at which two questions group
 DAY_MS = 86_400_000
 
@@ -142,6 +144,16 @@ def group_questions(items: list[Unanswered]) -> list[QuestionGroup]:
     return sorted(groups, key=lambda g: (-g.count, g.label))
 
 
+def _surface_words(questions: list[str]) -> dict[str, str]:
+    """Each content term as a reader wrote it ("recip" -> "recipe"), for group labels."""
+    words: dict[str, str] = {}
+    for question in questions:
+        for word in _WORDS.findall(question):
+            for term in tokenize(word):
+                words.setdefault(term, word.casefold())
+    return words
+
+
 def _group(members: list[Unanswered], label: str | None = None) -> QuestionGroup:
     terms: Counter[str] = Counter()
     for item in members:
@@ -150,6 +162,8 @@ def _group(members: list[Unanswered], label: str | None = None) -> QuestionGroup
     shared = [t for t, n in terms.most_common() if n == len(members)] or [
         t for t, _ in terms.most_common(3)
     ]
+    spelled = _surface_words([i.question for i in members if i.question])
+    shared = [spelled.get(term, term) for term in shared]
     questions = Counter(i.question for i in members if i.question)
     pages = _page_counts(page for i in members for page in i.closest[:1])
     return QuestionGroup(

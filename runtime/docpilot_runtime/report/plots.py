@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from .data import Day
 
 WIDTH, HEIGHT = 640, 220
-LEFT, RIGHT, TOP, BOTTOM = 48, 12, 12, 36
+LEFT, RIGHT, TOP, BOTTOM = 68, 28, 12, 36
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class Tick:
     x: float
     y: float
     text: str
+    anchor: str = "middle"  # SVG text-anchor
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,10 @@ class Plot:
     x_ticks: tuple[Tick, ...] = ()
     y_ticks: tuple[Tick, ...] = ()
     legend: tuple[tuple[str, str], ...] = field(default=())  # (css class, label)
+    left: int = LEFT
+    right: int = RIGHT
+    top: int = TOP
+    bottom: int = BOTTOM
 
     @property
     def empty(self) -> bool:
@@ -53,7 +58,8 @@ def _plot_box() -> tuple[float, float, float, float]:
 def _y_ticks(top_value: float, fmt: str) -> tuple[Tick, ...]:
     x0, y0, _, h = _plot_box()
     return tuple(
-        Tick(x0 - 6, y0 + h - h * i / 4, fmt.format(top_value * i / 4)) for i in range(5)
+        Tick(x0 - 6, y0 + h - h * i / 4, fmt.format(top_value * i / 4), "end")
+        for i in range(5)
     )
 
 
@@ -146,8 +152,10 @@ def confidence_plot(points: tuple[tuple[int, int], ...]) -> Plot:
     dots = tuple((x, y, f"confidence {c}") for (x, y), (_, c) in zip(xy, points, strict=True))
     labels = {first: _when(first, span), last: _when(last, span)}
     x_ticks = (
-        tuple(Tick(x, y0 + h + 16, labels[ms]) for (x, _), (ms, _) in
-              zip((xy[0], xy[-1]), (points[0], points[-1]), strict=True))
+        (
+            Tick(xy[0][0], y0 + h + 16, labels[first], "start"),
+            Tick(xy[-1][0], y0 + h + 16, labels[last], "end"),
+        )
         if len(xy) > 1
         else (Tick(xy[0][0], y0 + h + 16, labels[first]),)
     )

@@ -25,7 +25,7 @@ class WrittenReport:
 def _environment() -> Environment:
     env = Environment(
         loader=PackageLoader("docpilot_runtime.report", "templates"),
-        autoescape=select_autoescape(["html"], default_for_string=False),
+        autoescape=select_autoescape(["html.j2"], default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
