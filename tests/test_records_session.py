@@ -214,3 +214,46 @@ def test_a_killed_runtime_with_spooled_records_loses_none_and_duplicates_none(
     finally:
         second.stop()
     assert sorted(stored_ids()) == sorted([*written, *spooled, again])
+
+
+# ---------------------------------------------------------------------- feedback and consent
+
+
+def test_feedback_and_consent_through_the_api(
+    example_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DOCPILOT_DATABASE_URL", raising=False)
+    from docpilot_runtime.app import create_app
+    from docpilot_runtime.settings import Settings
+    from servers.runtime import serve_app
+
+    records = RecordsSettings(path=str(tmp_path / "r.sqlite3"), require_consent=True)
+    question = "How do I exclude a page from the assistant?"
+    with serve_app(create_app(example_site, Settings(records=records))) as live, httpx.Client(
+        base_url=live.base_url, timeout=60
+    ) as client:
+        asked = client.post("/api/ask", json={"question": question}).json()["turn_id"]
+        consented = client.post(
+            "/api/ask", json={"question": question, "consent": True}
+        ).json()["turn_id"]
+        bad = client.post("/api/ask", json={"question": question, "consent": "yes"})
+        assert bad.status_code == 400 and bad.json()["error"]["field"] == "consent"
+        tag = client.post("/api/feedback", json={"turn_id": asked, "rating": "down",
+                                                 "reasons": ["because"]})
+        assert tag.status_code == 400 and tag.json()["error"]["field"] == "reasons[0]"
+        ok = {"turn_id": consented, "rating": "down", "reasons": ["outdated", "unclear"]}
+        assert client.post("/api/feedback", json=ok).status_code == 204
+        # A made-up turn id is answered the same way (no oracle) but never stored.
+        made_up = {"turn_id": "f" * 32, "rating": "up"}
+        assert client.post("/api/feedback", json=made_up).status_code == 204
+    store = open_store(records.sqlite_path(), "")
+    try:
+        rows = {row["turn_id"]: row for row in store.turns()}
+        with sqlite3.connect(records.sqlite_path()) as db:
+            feedback_ids = [row[0] for row in db.execute("SELECT turn_id FROM feedback")]
+    finally:
+        store.close()
+    assert rows[asked]["question"] is None and rows[asked]["withheld"] == "consent"
+    assert rows[consented]["question"] == question
+    assert rows[consented]["feedback"]["reasons"] == ["outdated", "unclear"]
+    assert feedback_ids == [consented]
