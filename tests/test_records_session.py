@@ -130,11 +130,13 @@ def _wait_for(condition: object, what: str) -> None:
 class RuntimeProcess:
     """`docpilot serve` in a subprocess, so it can be killed for real (SIGKILL)."""
 
-    def __init__(self, site: Path, config: Path, log: Path) -> None:
+    def __init__(self, site: Path, config: Path, log: Path, database_url: str) -> None:
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self._log = log.open("ab")
         env = {k: v for k, v in os.environ.items() if k != "DOCPILOT_DATABASE_URL"}
+        if database_url:
+            env["DOCPILOT_DATABASE_URL"] = database_url
         self.process = subprocess.Popen(
             [sys.executable, "-m", "docpilot_runtime.cli", "serve", str(site),
              "--port", str(self.port), "--config", str(config)],
@@ -167,45 +169,70 @@ class RuntimeProcess:
         self._log.close()
 
 
+class WriteBlocker:
+    """Holds the database's write lock from outside, so the runtime's writer waits and
+    turns pile up in its spool (SQLite: BEGIN EXCLUSIVE; PostgreSQL: LOCK TABLE)."""
+
+    def __init__(self, db_file: Path, url: str) -> None:
+        if url:
+            import psycopg
+
+            self._pg = psycopg.connect(url)
+            self._pg.execute("LOCK TABLE turns IN EXCLUSIVE MODE")
+        else:
+            self._lite = sqlite3.connect(db_file, isolation_level=None)
+            self._lite.execute("BEGIN EXCLUSIVE")
+        self._url = url
+
+    def release(self) -> None:
+        if self._url:
+            self._pg.rollback()
+            self._pg.close()
+        else:
+            self._lite.execute("ROLLBACK")
+            self._lite.close()
+
+
 def test_a_killed_runtime_with_spooled_records_loses_none_and_duplicates_none(
-    example_site: Path, tmp_path: Path
+    example_site: Path, tmp_path: Path, backend: str
 ) -> None:
     records = RecordsSettings(path=str(tmp_path / "records.sqlite3"))
     config = tmp_path / "docpilot.toml"
     config.write_text(f"[records]\npath = {json.dumps(records.path)}\n", encoding="utf-8")
     db_file = records.sqlite_path()
-    recorder = Recorder(records, database_url="")  # the test's view of the same spool
+    recorder = Recorder(records, database_url=backend)  # the test's view of the same spool
 
     def stored_ids() -> list[str]:
-        if not db_file.exists():
+        if not backend and not db_file.exists():
             return []
-        with sqlite3.connect(db_file) as db:
-            return [row[0] for row in db.execute("SELECT turn_id FROM turns")]
+        store = open_store(db_file, backend)
+        try:
+            return [row["turn_id"] for row in store.turns()]
+        finally:
+            store.close()
 
-    first = RuntimeProcess(example_site, config, tmp_path / "runtime.log")
+    log = tmp_path / "runtime.log"
+    first = RuntimeProcess(example_site, config, log, backend)
     written = [first.ask(q) for q in ("How do I exclude a page from the assistant?", "hello")]
     _wait_for(lambda: sorted(stored_ids()) == sorted(written), "the first turns being written")
 
-    # Hold the database's write lock: the runtime's writer waits, turns pile up in the spool.
-    blocker = sqlite3.connect(db_file, isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")
+    blocker = WriteBlocker(db_file, backend)
     spooled = [first.ask(q) for q in (*REFUSED, "thanks!")]
     _wait_for(lambda: recorder.spool.depth() == len(spooled), "the spool holding the turns")
     first.kill()
-    blocker.execute("ROLLBACK")
-    blocker.close()
+    blocker.release()
     assert sorted(stored_ids()) == sorted(written)  # the spooled ones were never written
 
     # And a crash between a database write and the spool's delete: entries already
     # written come back in a spool file too.
-    store = open_store(db_file, "")
+    store = open_store(db_file, backend)
     rewritten = [TurnRecord.from_dict(row) for row in store.turns()]
     store.close()
     for record in rewritten:
         recorder.spool.append({"turn": record.to_dict()})
     assert recorder.spool.depth() == len(spooled) + len(written)
 
-    second = RuntimeProcess(example_site, config, tmp_path / "runtime.log")
+    second = RuntimeProcess(example_site, config, log, backend)
     try:
         _wait_for(lambda: recorder.spool.depth() == 0, "the spool being replayed")
         after = stored_ids()
