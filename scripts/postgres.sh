@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL on a loopback port for the tests: `start` installs Debian's
-# postgresql if missing, makes a cluster in .cache/postgres (as the `postgres` user:
+# postgresql if missing, makes a cluster in /tmp (one per work tree, outside it so the
+# `postgres` user can reach it whatever the tree's permissions; as that user because
 # initdb refuses root) and starts it; it prints the URL to export as
 # DOCPILOT_TEST_POSTGRES_URL. `stop` stops it and removes the cluster.
 set -euo pipefail
@@ -8,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 # A free loopback port unless one is given, so parallel runs cannot collide.
 PORT="${DOCPILOT_TEST_POSTGRES_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
-DIR="$(pwd)/.cache/postgres"
+DIR="/tmp/docpilot-postgres-$(pwd | cksum | cut -d ' ' -f 1)"
 DATA="$DIR/data"
 SOCKETS="$DIR/sockets"
 
@@ -38,10 +39,8 @@ case "${1:-}" in
     fi
     rm -rf "$DIR"
     mkdir -p "$DATA" "$SOCKETS"
-    # The postgres user must reach the cluster folder through the work tree.
     chown -R postgres "$DIR" 2>/dev/null || true
     chmod 700 "$DATA"
-    chmod o+x "$(pwd)" "$(pwd)/.cache" 2>/dev/null || true
     as_postgres "$BIN/initdb" -D "$DATA" -U postgres -A trust --no-sync >/dev/null
     as_postgres "$BIN/pg_ctl" -D "$DATA" -l "$DIR/server.log" -w -t 60 \
       -o "-p $PORT -k $SOCKETS -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
