@@ -122,7 +122,8 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
     if not question.strip():
         raise RequestError("question", "is empty")
     page = _string(body, "page", "", 2048, required=False)
-    consent = body.get("consent", False)
+    consent = body.get("consent")
+    consent = False if consent is None else consent  # null counts as absent
     if not isinstance(consent, bool):
         raise RequestError("consent", "must be true or false")
     quote = _string(body, "quote", "", limits.max_quote_chars, required=False)
