@@ -19,6 +19,10 @@ npm install --no-audit --no-fund --silent
   -d .cache/pyodide-wheels -r tools/pyodide/requirements.txt
 
 export NO_MKDOCS_2_WARNING=1
+# A real PostgreSQL on a loopback port for the record tests (they also run on SQLite).
+DOCPILOT_TEST_POSTGRES_URL="$(bash scripts/postgres.sh start)"
+export DOCPILOT_TEST_POSTGRES_URL
+trap 'bash scripts/postgres.sh stop' EXIT
 .venv/bin/ruff check .
 .venv/bin/mypy
 # The browser/edge core's tests under Pyodide in Node; a failure stops the command here.

@@ -18,6 +18,7 @@ from docpilot_runtime.embedders import EMBEDDER_NAMES, EmbedderSpec
 from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.index.units import DEFAULT_MAX_SECTION_CHARS
 from docpilot_runtime.providers import config as providers
+from docpilot_runtime.records import RecordsSettings
 from docpilot_runtime.schema import OptionsError
 from docpilot_runtime.security_headers import HeaderSettings
 from docpilot_runtime.settings import (
@@ -37,6 +38,7 @@ from docpilot_runtime.settings_schema import (
     LIMITS,
     PLUGIN,
     PROVIDER,
+    RECORDS,
     SERVER,
     TABLES,
     WIDGET,
@@ -218,6 +220,7 @@ def _schema_defaults(table: Any) -> dict[str, Any]:
         (IndexOptions, INDEX, {"embedder"}),  # an EmbedderSpec, held equal below
         (EmbedderSpec, INDEX_EMBEDDER, set()),
         (LimitSettings, LIMITS, set()),
+        (RecordsSettings, RECORDS, set()),
         (HeaderSettings, HEADERS, {"page_policy"}),  # "" in the schema = the built-in policy
     ],
 )

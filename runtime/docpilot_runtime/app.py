@@ -44,6 +44,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .caps import Caps, MemoryCaps, client_address
 from .disconnect import cancel_on_disconnect, cancel_once, unless_disconnected
+from .records import FeedbackRecord, Recorder
 from .security_headers import SecurityHeaders
 from .settings import Settings
 from .turn import Event, EventSink, Runtime, load_runtime
@@ -58,6 +59,8 @@ FEEDBACK_CAPACITY = 10_000
 FEEDBACK_PER_CLIENT = 50
 MAX_REASONS = 10
 MAX_REASON_CHARS = 40
+# The reason tags a thumbs-down may carry (the widget offers the first three).
+REASON_TAGS = ("incorrect", "incomplete", "unclear", "outdated", "off_topic", "other")
 MAX_NOTE_CHARS = 1000
 MAX_TURN_ID_CHARS = 64
 TURN_ID_SHAPE = re.compile(r"[A-Za-z0-9_-]+")
@@ -323,6 +326,8 @@ def parse_feedback(body: Any) -> Feedback:
             raise RequestError(f"reasons[{i}]", "must be a string")
         if len(reason) > MAX_REASON_CHARS:
             raise RequestError(f"reasons[{i}]", "is over the limit", MAX_REASON_CHARS)
+        if reason not in REASON_TAGS:
+            raise RequestError(f"reasons[{i}]", f"must be one of {', '.join(REASON_TAGS)}")
     note = body.get("note")
     note = "" if note is None else note
     if not isinstance(note, str):
@@ -456,6 +461,12 @@ async def feedback(request: Request) -> Response:
         return error_response(exc, 400)
     store: FeedbackStore = request.app.state.feedback
     store.put(item, client_of(request))
+    recorder = runtime_of(request).recorder
+    if recorder is not None:  # kept with the turn; an unknown turn id stays in memory only
+        now_ms = int(time.time() * 1000)
+        await recorder.feedback(
+            FeedbackRecord(item.turn_id, now_ms, item.rating, item.reasons, item.note)
+        )
     # Rating and counts only: reasons are free strings and the note is the reader's text.
     log.info("feedback %s rating=%s reasons=%d", item.turn_id, item.rating, len(item.reasons))
     return Response(status_code=204)
@@ -536,7 +547,14 @@ def build_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        if settings.records.enabled and runtime.recorder is None:  # records: spool replayed
+            base = Path(settings.source).parent if settings.source else None
+            runtime.recorder = Recorder(settings.records, base)
+            await runtime.recorder.start()
         yield
+        if runtime.recorder is not None:
+            await runtime.recorder.aclose()
+            runtime.recorder = None
         await runtime.aclose()  # the providers' connection pools
 
     app = Starlette(

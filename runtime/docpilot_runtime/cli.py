@@ -16,6 +16,7 @@ from .api import ask, create_app, index_built_site, load_runtime
 from .bundle import BundleError
 from .embedders import EmbedderError
 from .index.build import BuildError
+from .records import RecordsError
 from .schema import OptionsError
 from .settings import Settings, SettingsError, load_settings
 from .static_assets import BrowserRuntimeError, fetch_browser_runtime
@@ -127,9 +128,63 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _records(args: argparse.Namespace) -> Any:
+    """The records database named by the settings (spool drained first)."""
+    from .records.export import open_records
+
+    settings = _settings(args)
+    base = Path(settings.source).parent if settings.source else None
+    return open_records(settings.records, base)
+
+
+def cmd_records_export(args: argparse.Namespace) -> int:
+    import time
+
+    from .records.export import export_jsonl, since_days_ms
+
+    store = _records(args)
+    try:
+        export_jsonl(store, sys.stdout, since_days_ms(args.since, int(time.time() * 1000)))
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_records_delete(args: argparse.Namespace) -> int:
+    store = _records(args)
+    try:
+        deleted = store.delete(args.turn_ids)
+    finally:
+        store.close()
+    print(f"DocPilot: {deleted} of {len(args.turn_ids)} turn(s) deleted")
+    return 0 if deleted == len(args.turn_ids) else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    store = _records(args)
+    try:
+        written = write_report(store, args.out, since_days=args.since)
+    finally:
+        store.close()
+    print(
+        f"DocPilot: report of {written.data.turns} turn(s), "
+        f"{len(written.data.unanswered)} unanswered, written to {written.html} and "
+        f"{written.markdown}"
+    )
+    return 0
+
+
 def cmd_fetch_browser_runtime(args: argparse.Namespace) -> int:
     fetch_browser_runtime(args.dest, log=print)
     return 0
+
+
+def _days(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 36_500:
+        raise argparse.ArgumentTypeError(f"must be a whole number of days from 1, got {text!r}")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,6 +216,24 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--config", help="runtime settings file (TOML)")
     ask.set_defaults(run=cmd_ask)
 
+    records = verbs.add_parser("records", help="the turn records: export or delete")
+    records_verbs = records.add_subparsers(dest="records_verb", required=True)
+    export = records_verbs.add_parser("export", help="every turn as JSON lines on stdout")
+    export.add_argument("--format", choices=["jsonl"], default="jsonl", help="only jsonl")
+    export.add_argument("--since", type=_days, help="only the last DAYS days")
+    export.add_argument("--config", help="runtime settings file (TOML); its [records] applies")
+    export.set_defaults(run=cmd_records_export)
+    delete = records_verbs.add_parser("delete", help="delete turns (and feedback) by turn id")
+    delete.add_argument("turn_ids", nargs="+", metavar="TURN_ID")
+    delete.add_argument("--config", help="runtime settings file (TOML); its [records] applies")
+    delete.set_defaults(run=cmd_records_delete)
+
+    report = verbs.add_parser("report", help="the owner's report (HTML and Markdown)")
+    report.add_argument("--since", type=_days, default=30, help="the last DAYS days (30)")
+    report.add_argument("--out", default="docpilot-report", help="output folder")
+    report.add_argument("--config", help="runtime settings file (TOML); its [records] applies")
+    report.set_defaults(run=cmd_report)
+
     fetch = verbs.add_parser(
         "fetch-browser-runtime",
         help="download the pinned Pyodide core (with npm) for offline builds of the widget",
@@ -186,6 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         BrowserRuntimeError,
         EmbedderError,
         OptionsError,
+        RecordsError,
     ) as exc:
         print(f"docpilot: error: {exc}", file=sys.stderr)
         return 2

@@ -20,6 +20,7 @@ from .answer_settings import AnswerSettings
 from .caps import LimitSettings, parse_networks
 from .index.options import IndexOptions, index_options
 from .providers.config import ProviderSettings, provider_settings
+from .records.config import RecordsSettings
 from .schema import OptionsError, unknown_key_message
 from .security_headers import PAGE_POLICY, HeaderSettings
 from .settings_schema import EMBEDDER, SOCIAL, SOCIAL_TEMPLATE, TABLES
@@ -57,6 +58,7 @@ class Settings:
     embedder: QueryEmbedderSettings = field(default_factory=QueryEmbedderSettings)
     caps: LimitSettings = field(default_factory=LimitSettings)
     headers: HeaderSettings = field(default_factory=HeaderSettings)
+    records: RecordsSettings = field(default_factory=RecordsSettings)
 
 
 def _table(raw: Mapping[str, Any], name: str, file: Path) -> dict[str, Any]:
@@ -148,6 +150,7 @@ def parse_settings(raw: Mapping[str, Any], file: Path) -> Settings:
             embedder=embedder,
             caps=_limits(raw, file),
             headers=_headers(raw, file),
+            records=_records(raw, file),
         )
     except ValueError as exc:  # OptionsError, or a trusted proxy that is no address
         raise SettingsError(str(exc)) from None
@@ -158,6 +161,13 @@ def _limits(raw: Mapping[str, Any], file: Path) -> LimitSettings:
     proxies = checked.pop("trusted_proxies", ())
     networks = parse_networks(proxies, f"{file} [limits] trusted_proxies")
     return LimitSettings(**checked, trusted_proxies=networks)
+
+
+def _records(raw: Mapping[str, Any], file: Path) -> RecordsSettings:
+    checked = _table(raw, "records", file)
+    if "path" in checked and not checked["path"].strip():
+        raise OptionsError(f"{file} [records]: path must be a non-empty string")
+    return RecordsSettings(**checked)
 
 
 def _headers(raw: Mapping[str, Any], file: Path) -> HeaderSettings:

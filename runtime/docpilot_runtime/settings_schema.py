@@ -91,6 +91,16 @@ HEADERS = Table(
     ),
 )
 
+RECORDS = Table(
+    "[records]",
+    (
+        Key("enabled", "bool", True, "record every turn `docpilot serve` answers"),
+        Key("path", "str", ".docpilot/records.sqlite3", "the SQLite file (the spool folder sits beside it); relative to the settings file's folder, or the working folder without one; ignored when `DOCPILOT_DATABASE_URL` names a PostgreSQL database", type_doc="path"),
+        Key("retention_days", "int", 90, "days a turn record is kept; 0 keeps records forever", low=0, high=36_500),
+        Key("require_consent", "bool", False, "store a question's text only when the reader's request says `\"consent\": true`"),
+    ),
+)
+
 SOCIAL = Table(
     "[social]",
     (Key("templates", "any", {}, "one table per language code, `[social.templates.<language>]`", type_doc="tables of strings"),),
@@ -176,6 +186,7 @@ TABLES: dict[str, tuple[Table, bool]] = {
     "answer": (ANSWER, False),
     "limits": (LIMITS, False),
     "headers": (HEADERS, False),
+    "records": (RECORDS, False),
     "social": (SOCIAL, False),
     "index": (Table("[index]", INDEX.keys + WIDGET.keys), False),
 }

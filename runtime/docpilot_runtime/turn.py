@@ -28,6 +28,7 @@ from .bundle import BUNDLE_DIR, BUNDLE_NAME
 from .memory import build_memory, render_memory
 from .paths import page_path
 from .providers import Provider, ProviderError, make_provider
+from .records import Recorder, StageClock
 from .retrieval import Site, new_turn_id, opening_result, passages_result, refusal_result
 from .settings import Settings
 from .site_loader import HostedEmbedder, load_site
@@ -59,6 +60,7 @@ class Runtime:
     settings: Settings = field(default_factory=Settings)
     providers: list[Provider] = field(default_factory=list)
     http: httpx.AsyncClient | None = None  # for site tools; made when a site declares any
+    recorder: Recorder | None = None  # set by the app while it serves; None records nothing
 
     def __post_init__(self) -> None:
         if self.http is None and any(site.bundle.tools for site in self.sites):
@@ -114,8 +116,15 @@ class Runtime:
         self, request: AskRequest, emit: EventSink | None = None, *, models: bool = True
     ) -> Result:
         """Run one turn; progress goes to ``emit``; the returned Result is authoritative.
-        ``models=False`` (the spend cap reached) settles above the gate as `passages`."""
-        emit = emit or _ignore
+        ``models=False`` (the spend cap reached) settles above the gate as `passages`.
+        With a recorder, the turn is spooled (on disk) before this returns."""
+        clock = StageClock()
+        result = await self._turn(request, clock.wrap(emit or _ignore), models)
+        if self.recorder is not None:
+            await self.recorder.record(result, request, clock.finish())
+        return result
+
+    async def _turn(self, request: AskRequest, emit: EventSink, models: bool) -> Result:
         site = self.site_for(request.page)
         turn_id = new_turn_id()
         base: dict[str, Any] = {"turn_id": turn_id, "bundle_hash": site.bundle.hash}

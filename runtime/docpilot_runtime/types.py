@@ -82,6 +82,7 @@ class AskRequest:
     history: tuple[HistoryItem, ...] = ()
     page: str | None = None
     quote: str | None = None
+    consent: bool = False  # the reader accepted records (owners may require it)
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
     """Check a decoded JSON body (or a `docpilot ask` JSON line) into an AskRequest."""
     if not isinstance(body, dict):
         raise RequestError("body", "must be a JSON object")
-    unknown = set(body) - {"question", "history", "page", "quote"}
+    unknown = set(body) - {"question", "history", "page", "quote", "consent"}
     if unknown:
         raise RequestError(_field_name(sorted(unknown)[0]), "is not a known field")
     question = _string(body, "question", "", limits.max_question_chars, required=True)
@@ -188,6 +189,10 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
     if not question.strip():
         raise RequestError("question", "is empty")
     page = _string(body, "page", "", 2048, required=False)
+    consent = body.get("consent")
+    consent = False if consent is None else consent  # null counts as absent
+    if not isinstance(consent, bool):
+        raise RequestError("consent", "must be true or false")
     quote = _string(body, "quote", "", limits.max_quote_chars, required=False)
     raw_history = body.get("history")
     raw_history = [] if raw_history is None else raw_history
@@ -221,4 +226,6 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
                 quote=_string(item, "quote", where, limits.max_quote_chars, False),
             )
         )
-    return AskRequest(question=question, history=tuple(history), page=page, quote=quote)
+    return AskRequest(
+        question=question, history=tuple(history), page=page, quote=quote, consent=consent
+    )

@@ -1,0 +1,250 @@
+"""The one interface the turn calls: `Recorder.record(result, request, timings)` after the
+result is final. It appends to the spool (fsynced, off the event loop) and returns; a
+background task moves spooled entries into the database, retrying while it is away.
+Recording never fails a turn: every error is logged by type and swallowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..types import AskRequest, Result
+from .config import RecordsSettings
+from .schema import FeedbackRecord, TurnRecord
+from .spool import Spool, read_entries
+from .store import RecordStore, open_store
+
+log = logging.getLogger("docpilot.records")
+
+DAY_MS = 86_400_000
+RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+PURGE_EVERY_SECONDS = 3600.0
+RECENT_TURNS = 10_000  # turn ids this process recorded, for feedback before the write
+
+
+@dataclass
+class StageClock:
+    """Milliseconds per stage, read off the turn's own events: `retrieval` ends when its
+    progress event is sent, `answer` runs from its progress event to the end, and
+    `first_delta` is when the first validated answer text went out."""
+
+    started: float = field(default_factory=time.perf_counter)
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def wrap(self, emit: Callable[[Any], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
+        async def timed(event: Any) -> None:
+            name = event.data.get("stage") if event.name == "progress" else event.name
+            if isinstance(name, str) and name not in self.marks:
+                self.marks[name] = time.perf_counter()
+            await emit(event)
+
+        return timed
+
+    def finish(self) -> dict[str, float]:
+        end = time.perf_counter()
+        out: dict[str, float] = {}
+        if "retrieval" in self.marks:
+            out["retrieval"] = self.marks["retrieval"] - self.started
+        if "answer" in self.marks:
+            out["answer"] = end - self.marks["answer"]
+        if "delta" in self.marks:
+            out["first_delta"] = self.marks["delta"] - self.started
+        out["total"] = end - self.started
+        return {key: round(seconds * 1000, 2) for key, seconds in out.items()}
+
+
+def turn_record(
+    result: Result, request: AskRequest, latency_ms: dict[str, float], settings: RecordsSettings
+) -> TurnRecord:
+    """What is kept of a turn. A credential turn keeps only its kind; without consent
+    (when the owner requires it) the question is not kept."""
+    question: str | None = request.question
+    withheld: Any = None
+    if result.kind == "credential":
+        question, withheld = None, "credential"
+    elif settings.require_consent and not request.consent:
+        question, withheld = None, "consent"
+    usage = result.usage or {}
+    cited_pages: dict[str, dict[str, str]] = {}
+    for citation in result.citations:
+        if citation.url:
+            page = citation.url.split("#", 1)[0]
+            cited_pages.setdefault(page, {"url": page, "title": citation.title})
+    if result.closest:
+        closest = [{"url": p.url, "title": p.title} for p in result.closest]
+    else:  # the pages of the best-ranked sections (titles are not in the ranking)
+        urls = dict.fromkeys(unit.split("#", 1)[0] for unit in result.ranked[:10])
+        closest = [{"url": url, "title": ""} for url in list(urls)[:3]]
+    return TurnRecord(
+        turn_id=result.turn_id,
+        created_ms=int(time.time() * 1000),
+        kind=result.kind,
+        bundle_hash=result.bundle_hash,
+        question=question,
+        withheld=withheld,
+        credential_kind=result.credential_kind,
+        confidence=result.confidence,
+        model_confidence=result.model_confidence,
+        tentative=result.tentative,
+        retriever=result.retriever,
+        rescued=result.rescued,
+        cited=tuple(c.id for c in result.citations),
+        cited_pages=tuple(cited_pages.values()),
+        closest=tuple(closest),
+        provider=usage.get("provider"),
+        model=usage.get("model"),
+        input_tokens=int(usage.get("input_tokens") or 0),
+        output_tokens=int(usage.get("output_tokens") or 0),
+        cache_read_tokens=int(usage.get("cache_read_tokens") or 0),
+        cache_write_tokens=int(usage.get("cache_write_tokens") or 0),
+        cost_micro_usd=int(usage.get("cost_micro_usd") or 0),
+        latency_ms=latency_ms,
+    )
+
+
+class Recorder:
+    """Spool in front, database behind; `start` replays what a previous run left."""
+
+    def __init__(
+        self,
+        settings: RecordsSettings,
+        base: Path | None = None,
+        database_url: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.spool = Spool(settings.spool_folder(base))
+        self._sqlite_path = settings.sqlite_path(base)
+        self._database_url = database_url
+        self._store: RecordStore | None = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._recent: OrderedDict[str, None] = OrderedDict()
+        self._last_purge = 0.0
+        self.written = 0  # entries moved into the database by this process
+
+    # ---------------------------------------------------------------- the hot path
+
+    async def record(
+        self, result: Result, request: AskRequest, latency_ms: dict[str, float]
+    ) -> None:
+        """Spool one finished turn; returns once it is on disk. Never raises."""
+        try:
+            record = turn_record(result, request, latency_ms, self.settings)
+            await asyncio.to_thread(self.spool.append, {"turn": record.to_dict()})
+            self._remember(record.turn_id)
+            self._wake.set()
+        except Exception as exc:
+            log.error("turn %s not recorded: %s", result.turn_id, type(exc).__name__)
+
+    async def feedback(self, item: FeedbackRecord) -> bool:
+        """Spool feedback for a turn these records know; False (nothing kept) otherwise,
+        so made-up turn ids cannot fill the database."""
+        try:
+            if not await self.knows(item.turn_id):
+                return False
+            await asyncio.to_thread(self.spool.append, {"feedback": item.to_dict()})
+            self._wake.set()
+            return True
+        except Exception as exc:
+            log.error("feedback for %s not recorded: %s", item.turn_id, type(exc).__name__)
+            return False
+
+    async def knows(self, turn_id: str) -> bool:
+        if turn_id in self._recent:
+            return True
+        store = self._store
+        if store is None:
+            return False
+        return await asyncio.to_thread(store.has_turn, turn_id)
+
+    def _remember(self, turn_id: str) -> None:
+        self._recent[turn_id] = None
+        while len(self._recent) > RECENT_TURNS:
+            self._recent.popitem(last=False)
+
+    # ---------------------------------------------------------------- behind it
+
+    async def start(self) -> None:
+        """Replay what an earlier run left in the spool, then keep draining it."""
+        self._wake.set()  # the writer's first pass replays pending files
+        self._task = asyncio.create_task(self._writer(), name="docpilot-records")
+
+    async def aclose(self) -> None:
+        """Stop the writer after one last drain (entries left stay spooled)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        try:
+            await asyncio.to_thread(self.drain)
+        except Exception as exc:
+            log.error("records: final write failed (%s); entries stay spooled", type(exc).__name__)
+        if self._store is not None:
+            await asyncio.to_thread(self._store.close)
+            self._store = None
+
+    async def _writer(self) -> None:
+        failures = 0
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await asyncio.to_thread(self.drain)
+                failures = 0
+            except Exception as exc:
+                delay = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
+                failures += 1
+                log.warning(
+                    "records database unavailable (%s); retrying in %.1f s",
+                    type(exc).__name__,
+                    delay,
+                )
+                self._drop_store()
+                await asyncio.sleep(delay)
+                self._wake.set()
+
+    def _drop_store(self) -> None:
+        store, self._store = self._store, None
+        if store is not None:
+            with contextlib.suppress(Exception):
+                store.close()
+
+    def store(self) -> RecordStore:
+        """The database, opened (and migrated) on first use and after a failure."""
+        if self._store is None:
+            self._store = open_store(self._sqlite_path, self._database_url)
+        return self._store
+
+    def drain(self) -> int:
+        """Write every spooled entry to the database (blocking); returns how many."""
+        store = self.store()
+        written = 0
+        for path in self.spool.pending():
+            entries = read_entries(path)
+            turns = [TurnRecord.from_dict(e["turn"]) for e in entries if "turn" in e]
+            feedback = [FeedbackRecord.from_dict(e["feedback"]) for e in entries if "feedback" in e]
+            store.write(turns, feedback)
+            self.spool.done(path)
+            written += len(entries)
+        self.written += written
+        self._purge(store)
+        return written
+
+    def _purge(self, store: RecordStore) -> None:
+        days = self.settings.retention_days
+        now = time.monotonic()
+        if days <= 0 or (self._last_purge and now - self._last_purge < PURGE_EVERY_SECONDS):
+            return
+        self._last_purge = now
+        removed = store.purge_before(int(time.time() * 1000) - days * DAY_MS)
+        if removed:
+            log.info("records: %d turn(s) past %d days removed", removed, days)
