@@ -14,25 +14,32 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from .actions import validate_actions
 from .answer_settings import AnswerSettings
+from .markdown_parse import Hooks, parse, to_tree
+from .markdown_tree import text_of
 from .prompt import PLATFORM_RULES, first_message, site_profile
 from .providers import Message, Provider, ProviderError, ToolCall, Usage
 from .providers.pricing import cost_micro_usd
 from .retrieval import Retrieval
 from .tools import TurnTools
 from .types import Citation
-from .validate import StreamValidator, validate_actions, validate_answer
+from .validate import Piece, StreamValidator, validate_answer
 
 log = logging.getLogger("docpilot.answer")
 
 Progress = Callable[[str, dict[str, Any]], Awaitable[None]]
 PRIMED_UNITS = 6
+SUMMARY_CHARS = 600
+QUERY_CHARS = 80
 LAST_STEP_NOTE = "\n\n(This was the last tool step: call the answer tool now.)"
 
 
@@ -45,6 +52,7 @@ class Answer:
     """What a provider's validated `answer` call contributes to the result."""
 
     markdown: str
+    blocks: list[Any]
     citations: list[Citation]
     summary: str
     model_confidence: int | None
@@ -102,6 +110,28 @@ class MarkdownField:
             return ""
 
 
+def plain_summary(value: Any) -> str:
+    """The model's summary as plain text: its CommonMark reading without any markup,
+    links, images or HTML (a tag is text, then its angle brackets go), one line,
+    at most SUMMARY_CHARS characters."""
+    if not isinstance(value, str):
+        return ""
+    hooks = Hooks(text=lambda run: [run], code=lambda code: code, link=lambda _h, _a: None)
+    flat = text_of(to_tree(parse(value[: SUMMARY_CHARS * 4]), hooks))
+    flat = _bounded_line(flat.replace("<", " ").replace(">", " "), SUMMARY_CHARS)
+    return flat
+
+
+def _bounded_line(value: str, limit: int) -> str:
+    """One line of printable text within ``limit`` characters (control, format and
+    private-use characters removed, whitespace collapsed)."""
+    kept = "".join(
+        ch if not unicodedata.category(ch).startswith("C") else " " for ch in value[: limit * 4]
+    )
+    kept = re.sub(r"\s+", " ", kept).strip()
+    return kept if len(kept) <= limit else kept[: limit - 1].rstrip() + "…"
+
+
 def _int_or_none(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -120,7 +150,7 @@ class ProviderRun:
         page: str | None,
         settings: AnswerSettings,
         http: httpx.AsyncClient | None,
-        emit_delta: Callable[[str], Awaitable[None]],
+        emit_delta: Callable[[Piece], Awaitable[None]],
         progress: Progress,
     ) -> None:
         self.provider = provider
@@ -161,7 +191,7 @@ class ProviderRun:
             ) -> None:
                 if kind == "tool:answer":
                     shown = stream.feed(field_.feed(text))
-                    if shown:
+                    if shown is not None:
                         await self.emit_delta(shown)
 
             reply = await self.provider.complete(self.system, self.messages, specs, on_delta)
@@ -170,7 +200,7 @@ class ProviderRun:
             answers = [c for c in reply.tool_calls if c.name == "answer"]
             if answers:
                 rest = stream.finish()
-                if rest:
+                if rest is not None:
                     await self.emit_delta(rest)
                 return self._finish(answers[0])
             if not reply.tool_calls:
@@ -189,16 +219,21 @@ class ProviderRun:
 
     async def _announce(self, call: ToolCall) -> None:
         args = call.arguments or {}
+        # Built by us from bounded values: a tool the site does not declare is never
+        # named, and a query is one short line of plain text.
         if call.name == "search_docs":
-            message = f"Searching for {str(args.get('query', ''))[:80]!r}"
+            query = _bounded_line(str(args.get("query", "")), QUERY_CHARS)
+            message = f"Searching for “{query}”" if query else "Searching the docs"
         elif call.name in ("fetch_section", "expand_section"):
             row = self.site.unit_rows.get(str(args.get("id", "")))
             title = self.site.bundle.units[row].title if row is not None else "a section"
             message = f"Reading {title}"
         elif call.name == "list_pages":
             message = "Listing the pages"
+        elif call.name in self.tools.site_tools:
+            message = f"Asking the site's {_bounded_line(call.name, 40)} tool"
         else:
-            message = f"Asking the site's {call.name} tool"
+            message = "Checking a tool"
         await self.progress("tools", {"message": message})
 
     def usage_record(self) -> dict[str, Any]:
@@ -217,29 +252,28 @@ class ProviderRun:
         args = call.arguments
         if args is None or not isinstance(args.get("markdown"), str):
             raise NoAnswer("the answer call carried no markdown")
+        listed = args.get("citations")
+        listed_ids = [c for c in listed if isinstance(c, str)] if isinstance(listed, list) else []
+        # [n] markers name the n-th listed id, checked exactly like [[ID]] markers.
         validated = validate_answer(
             args["markdown"],
             self.tools.emitted,
             self.site.bundle.pages,
             self.settings.max_answer_chars,
             self.tools.external_urls,
+            listed_ids,
         )
-        listed = args.get("citations")
-        listed_ids = [c for c in listed if isinstance(c, str)] if isinstance(listed, list) else []
-        dropped = validated.dropped_citations + [
-            c for c in listed_ids if c not in self.tools.emitted
-        ]
         confidence = _int_or_none(args.get("confidence"))
-        summary = args.get("summary")
         return Answer(
             markdown=validated.markdown,
+            blocks=validated.blocks,
             citations=validated.citations,
-            summary=summary[:600] if isinstance(summary, str) else "",
+            summary=plain_summary(args.get("summary")),
             model_confidence=confidence,
             actions=validate_actions(args.get("actions"), self.site.bundle.data.get("actions", [])),
             tentative=confidence is not None and confidence < self.settings.tentative_below,
             usage=self.usage_record(),
-            dropped_citations=dropped,
+            dropped_citations=validated.dropped_citations,
         )
 
 
@@ -251,7 +285,7 @@ async def ask_providers(
     page: str | None,
     settings: AnswerSettings,
     http: httpx.AsyncClient | None,
-    emit_delta: Callable[[str], Awaitable[None]],
+    emit_delta: Callable[[Piece], Awaitable[None]],
     progress: Progress,
 ) -> Answer | None:
     """The answer ladder: each provider in order until one answers; None if none did."""

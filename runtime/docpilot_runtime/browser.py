@@ -31,6 +31,7 @@ from . import stages
 from .credentials import credential_reply, find_credential
 from .gate import Signals, confidence, default_params, gate_score
 from .lexical import LexicalIndex
+from .markdown_tree import trusted_blocks
 from .tokenize import query_terms
 from .types import (
     AskRequest,
@@ -244,6 +245,7 @@ def check(question: str) -> dict[str, Any]:
             "kind": found.kind,
             "label": found.label,
             "markdown": credential_reply(found),
+            "blocks": trusted_blocks(credential_reply(found)),
             "start": found.start,
             "end": found.end,
         }

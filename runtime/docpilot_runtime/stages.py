@@ -14,8 +14,10 @@ from typing import Any, Protocol
 from .credentials import credential_reply, find_credential
 from .gate import margin
 from .lexical import StoredIndex, ceiling_floor, idf, term_ceiling
+from .markdown_tree import to_markdown
 from .memory import COMPLETED_KINDS
-from .passages import passages_markdown
+from .passages import passages_blocks
+from .refusal import refusal_blocks
 from .social import match_social
 from .types import AskRequest, Citation, HistoryItem, PageRef, Result
 
@@ -162,19 +164,20 @@ def closest_pages(
 
 
 def refusal_result(site_name: str, closest: list[PageRef], common: Mapping[str, Any]) -> Result:
-    lines = [f"The {site_name} documentation does not seem to cover this, so I won't guess."]
-    if closest:
-        lines += ["", "These pages are the closest matches:", ""]
-        lines.extend(f"- [{p.title or p.url}]({p.url})" for p in closest)
-    return Result(kind="refusal", markdown="\n".join(lines), closest=closest, **common)
+    blocks = refusal_blocks(site_name, closest)
+    return Result(
+        kind="refusal", markdown=to_markdown(blocks), blocks=blocks, closest=closest, **common
+    )
 
 
 def passages_result(question: str, units: Sequence[UnitLike], common: Mapping[str, Any]) -> Result:
     """Above the gate with no model answer: the best excerpts, each cited."""
+    blocks = passages_blocks(question, units)
     citations = [Citation(n=i + 1, id=u.id, url=u.url, title=u.title) for i, u in enumerate(units)]
     return Result(
         kind="passages",
-        markdown=passages_markdown(question, units),
+        markdown=to_markdown(blocks),
+        blocks=blocks,
         citations=citations,
         **common,
     )

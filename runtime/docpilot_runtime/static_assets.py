@@ -70,15 +70,17 @@ BROWSER_MODULES = (
     "browser",
     "credential_patterns",
     "credentials",
+    "fences",
     "gate",
     "lexical",
+    "markdown_tree",
     "memory",
     "passages",
+    "refusal",
     "social",
     "stages",
     "tokenize",
     "types",
-    "validate",
 )
 # Where this package is installed: node_modules/pyodide is also looked for above it.
 PACKAGE_DIR = Path(__file__).resolve().parent

@@ -32,6 +32,7 @@ from .providers import Provider, ProviderError, make_provider
 from .retrieval import Site, load_site
 from .settings import Settings
 from .types import AskRequest, Result
+from .validate import Piece
 
 log = logging.getLogger("docpilot.turn")
 
@@ -71,8 +72,11 @@ class Runtime:
     async def _answer(self, request: AskRequest, retrieval: Any, emit: EventSink) -> Answer | None:
         memory = render_memory(build_memory(request.history, request.quote))
 
-        async def delta(text: str) -> None:
-            await emit(Event("delta", {"text": text}))
+        async def delta(piece: Piece) -> None:
+            # Newly validated blocks (append text and tree), then the validated draft of
+            # the block still open (replaces the previous draft).
+            data = {"text": piece.markdown, "blocks": piece.blocks, "draft": piece.draft}
+            await emit(Event("delta", data))
 
         async def progress(stage: str, data: dict[str, Any]) -> None:
             await emit(Event("progress", {"stage": stage, **data}))
@@ -149,6 +153,7 @@ class Runtime:
                     return Result(
                         kind="answer",
                         markdown=answered.markdown,
+                        blocks=answered.blocks,
                         citations=answered.citations,
                         tentative=answered.tentative,
                         model_confidence=answered.model_confidence,
