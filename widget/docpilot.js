@@ -821,3 +821,6 @@ class Widget {
 }
 
 new Widget();
+
+// The renderer, for tests and pages that draw a stored result themselves.
+export { tree as renderTree };
