@@ -138,9 +138,8 @@ function tree(nodes, ctx) {
       parent.append(ctx.cite(Number(node.n)) || `[${Number(node.n)}]`);
       continue;
     }
-    if (!TAGS.has(t)) continue;
-    let child = null;
-    if (t === "pre") {
+    let child = null; // an element outside the set, or an unsafe link: its text only
+    if (t === "pre" && depth < MAX_DEPTH) {
       const lang = /^[\w.+#-]{1,40}$/.test(node.lang || "") ? `language-${node.lang}` : null;
       child = el("pre");
       child.append(el("code", lang, textOf(node.c)));
@@ -153,7 +152,7 @@ function tree(nodes, ctx) {
     } else if (t[0] === "h" && t !== "hr") {
       // Answer headings sit under the panel's own heading: shift them down two levels.
       child = el(`h${Math.min(6, Number(t[1]) + 2)}`);
-    } else {
+    } else if (TAGS.has(t)) {
       child = el(t);
       if (t === "ol" && Number(node.start) > 1) child.start = Number(node.start);
     }
