@@ -12,6 +12,7 @@ as `passages`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -64,12 +65,13 @@ class Answer:
 
 class MarkdownField:
     """Pulls the `markdown` string out of the answer call's argument JSON as it streams,
-    so the answer text can be validated and shown before the call is complete."""
+    so the answer text can be validated and shown before the call is complete. Each
+    character is decoded once (linear in the answer's length)."""
 
     def __init__(self) -> None:
         self.raw = ""
         self.start: int | None = None
-        self.sent = 0
+        self.pos = 0  # where in raw the next undecoded character of the string is
         self.closed = False
 
     def feed(self, chunk: str) -> str:
@@ -84,30 +86,38 @@ class MarkdownField:
             quote = self.raw.find('"', colon + 1) if colon >= 0 else -1
             if quote < 0:
                 return ""
-            self.start = quote + 1
-        decoded = self._decode(self.raw[self.start :])
-        new, self.sent = decoded[self.sent :], len(decoded)
-        return new
+            self.start = self.pos = quote + 1
+        end = self._complete(self.pos)
+        piece, self.pos = self.raw[self.pos : end], end
+        try:
+            return str(json.loads('"' + piece + '"'))
+        except ValueError:
+            return ""
 
-    def _decode(self, body: str) -> str:
-        """The string's characters up to the last complete one (escapes resolved)."""
-        i = 0
+    def _complete(self, i: int) -> int:
+        """The end of the string's complete characters from ``i`` (an escape is taken
+        whole, a surrogate pair's halves together); sets `closed` at the closing quote."""
+        body = self.raw
+        end = i
         while i < len(body):
             c = body[i]
             if c == "\\":
                 need = 6 if body[i + 1 : i + 2] == "u" else 2
                 if i + need > len(body):
                     break
+                if need == 6 and "\\ud800" <= body[i : i + 6].lower() <= "\\udbff":
+                    if i + 12 > len(body):
+                        break  # a high surrogate waits for its low half
+                    i += 6
                 i += need
+                end = i
                 continue
             if c == '"':
                 self.closed = True
                 break
             i += 1
-        try:
-            return str(json.loads('"' + body[:i] + '"'))
-        except ValueError:
-            return ""
+            end = i
+        return end
 
 
 def plain_summary(value: Any) -> str:
@@ -190,7 +200,8 @@ class ProviderRun:
                 field_: MarkdownField = field_,
             ) -> None:
                 if kind == "tool:answer":
-                    shown = stream.feed(field_.feed(text))
+                    # Off the event loop: other requests are served while it validates.
+                    shown = await asyncio.to_thread(stream.feed, field_.feed(text))
                     if shown is not None:
                         await self.emit_delta(shown)
 
@@ -199,10 +210,10 @@ class ProviderRun:
             self.cost += cost_micro_usd(self.provider.model, reply.usage)  # per call: tiers
             answers = [c for c in reply.tool_calls if c.name == "answer"]
             if answers:
-                rest = stream.finish()
+                rest = await asyncio.to_thread(stream.finish)
                 if rest is not None:
                     await self.emit_delta(rest)
-                return self._finish(answers[0])
+                return await asyncio.to_thread(self._finish, answers[0], stream)
             if not reply.tool_calls:
                 raise NoAnswer("the model replied without calling answer")
             self.messages.append(reply.to_message())  # keeps the vendor's blocks verbatim
@@ -248,21 +259,25 @@ class ProviderRun:
             "cost_micro_usd": self.cost,
         }
 
-    def _finish(self, call: ToolCall) -> Answer:
+    def _finish(self, call: ToolCall, stream: StreamValidator) -> Answer:
         args = call.arguments
         if args is None or not isinstance(args.get("markdown"), str):
             raise NoAnswer("the answer call carried no markdown")
         listed = args.get("citations")
         listed_ids = [c for c in listed if isinstance(c, str)] if isinstance(listed, list) else []
-        # [n] markers name the n-th listed id, checked exactly like [[ID]] markers.
-        validated = validate_answer(
-            args["markdown"],
-            self.tools.emitted,
-            self.site.bundle.pages,
-            self.settings.max_answer_chars,
-            self.tools.external_urls,
-            listed_ids,
-        )
+        if stream.cited:  # [[ID]] markers: the streamed reading is the answer
+            validated = stream.result(listed_ids)
+        else:
+            # No [[ID]] marker: [n] markers name the n-th listed id, checked exactly like
+            # [[ID]] markers (the stream could not know the list before the call ended).
+            validated = validate_answer(
+                args["markdown"],
+                self.tools.emitted,
+                self.site.bundle.pages,
+                self.settings.max_answer_chars,
+                self.tools.external_urls,
+                listed_ids,
+            )
         confidence = _int_or_none(args.get("confidence"))
         return Answer(
             markdown=validated.markdown,

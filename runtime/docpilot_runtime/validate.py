@@ -46,9 +46,12 @@ _CITE_MARK = "\ue002"  # in the text read a second time: "[" + this + n + "]" is
 _SECOND_CITE = f"[{_CITE_MARK}"
 # A line after a blank one that starts with one of these may continue the block before.
 _CONTINUES = (" ", "\t", ">", "-", "+", "*", *tuple("0123456789"))
-# A draft of the open block is read again only when it has grown by half (and by at
+# A draft of the open block is read again only when it has doubled (and grown by at
 # least this much) since the last one: the re-reading stays linear in total.
-_DRAFT_STEP = 120
+_DRAFT_STEP = 200
+# An open block longer than this is not drafted again: its rest shows once it is settled,
+# which bounds what one feed() can cost.
+DRAFT_LIMIT = 3000
 
 
 @dataclass(frozen=True)
@@ -203,7 +206,9 @@ class StreamValidator:
         tail = len(self._buf)
         if tail < self._draft_at:  # a piece was cut off: a new block is open
             self._draft_at = 0
-        if self._full or tail < max(self._draft_at * 3 // 2, self._draft_at + _DRAFT_STEP):
+        if self._full or tail > DRAFT_LIMIT:
+            return False
+        if tail < max(self._draft_at * 2, self._draft_at + _DRAFT_STEP):
             return False
         self._draft_at = tail
         saved = self.citations.snapshot()
