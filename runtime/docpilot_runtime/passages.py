@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from .fences import fenced_blocks
+from .fences import fenced_blocks, open_fence
 from .markdown_tree import Node, code_block, element, to_markdown, trusted_inline
 from .tokenize import query_terms, tokenize
 
@@ -80,10 +80,14 @@ def excerpt(question: str, text: str) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def _fenced(part: str) -> bool:
+    return open_fence(part.split("\n", 1)[0]) is not None
+
+
 def _code_node(fenced: str) -> Node:
     lines = fenced.split("\n")
-    info = lines[0].lstrip(" `~")
-    return code_block("\n".join(lines[1:-1]), info)
+    opened = open_fence(lines[0])
+    return code_block("\n".join(lines[1:-1]), opened.language if opened else "")
 
 
 def passages_blocks(question: str, units: Sequence[Excerptable]) -> list[Node]:
@@ -93,13 +97,13 @@ def passages_blocks(question: str, units: Sequence[Excerptable]) -> list[Node]:
     for n, unit in enumerate(units, start=1):
         body = excerpt(question, unit.text) or unit.text[:MAX_SENTENCE_CHARS]
         head, _, code = body.partition("\n\n")
-        is_code = head.startswith("```")
+        is_code = _fenced(head)
         lead: list[Node] = [element("strong", unit.title)]
         if not is_code:
             lead += [": ", *trusted_inline(" ".join(head.split()))]
         blocks.append(element("p", *lead, " ", element("cite", n=n)))
         for part in (head if is_code else "", code):
-            if part.startswith("```"):
+            if part and _fenced(part):
                 blocks.append(_code_node(part))
     return blocks
 

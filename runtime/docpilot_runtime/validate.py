@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .answer_settings import MAX_ANSWER_CHARS
 from .citations import PRIVATE, Citations, Source
 from .fences import FenceTracker
 from .links import LinkPolicy
@@ -41,7 +42,6 @@ __all__ = [
     "validate_answer",
 ]
 
-MAX_ANSWER_CHARS = 6000
 _CITE_MARK = "\ue002"  # in the text read a second time: "[" + this + n + "]" is citation n
 _SECOND_CITE = f"[{_CITE_MARK}"
 # A line after a blank one that starts with one of these may continue the block before.

@@ -19,6 +19,7 @@ const CORE_TESTS = [
   "tests/test_social.py",
   "tests/test_validate.py",
   "tests/test_memory.py",
+  "tests/test_markdown_tree.py",
   "tests/pyodide",
 ];
 
