@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 from docpilot_runtime.answer_settings import AnswerSettings
+from docpilot_runtime.markdown_tree import text_of
 from docpilot_runtime.providers import ProviderSettings, make_provider
 from docpilot_runtime.retrieval import Site
 from docpilot_runtime.settings import Settings
 from docpilot_runtime.site_loader import load_site
 from docpilot_runtime.turn import Event, Runtime
 from docpilot_runtime.types import AskRequest, HistoryItem, Result
+from markdown_it import MarkdownIt
 from servers.anthropic_messages import AnthropicServer, Fault, ToolUse, answer_reply, tool_reply
 from servers.openai_chat import OpenAIChatServer
 
@@ -173,8 +175,11 @@ def test_hostile_html_in_model_output_is_neutralised(
         )
     )
     result, _ = run(site, [provider_settings(kind, server)], AskRequest(QUESTION))
-    assert "<script>" not in result.markdown and "<img" not in result.markdown
-    assert "&lt;script&gt;" in result.markdown
+    html = MarkdownIt("commonmark").render(result.markdown)  # any CommonMark reader
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    # The reader sees the tags as text, not as entities.
+    assert "<script>alert(1)</script><img src=x onerror=alert(2)>" in text_of(result.blocks)
 
 
 def test_low_model_confidence_keeps_the_answer_but_marks_it_tentative(
@@ -513,3 +518,46 @@ def test_site_tool_reply_is_citable_and_bad_arguments_never_reach_the_backend(
     assert (tool_citation.id, tool_citation.url) == ("tool:plan_limits:1", "")
     offered = [(a["name"], a["arguments"]["plan"]) for a in result.actions]
     assert offered == [("open_signup", "pro"), ("open_signup", "team"), ("open_signup", "free")]
+
+
+def test_numbered_markers_with_a_citations_array_are_mapped_like_id_markers(
+    site: Site, primed: list[str], server: Any, kind: str
+) -> None:
+    # Models often fill the array and write [n] instead of [[ID]]: the n-th listed id.
+    server.script(
+        answer_reply(
+            markdown="Excluded pages stay out [1]. Not this one [2]. Both said so [3][1].",
+            citations=[primed[1], "/made/up/#x", primed[0]],
+        )
+    )
+    result, _ = run(site, [provider_settings(kind, server)], AskRequest(QUESTION))
+    assert result.kind == "answer"
+    assert result.markdown == "Excluded pages stay out [1]. Not this one. Both said so [2][1]."
+    assert [(c.n, c.id) for c in result.citations] == [(1, primed[1]), (2, primed[0])]
+
+
+def test_progress_lines_name_only_declared_tools_and_bound_queries(
+    site: Site, primed: list[str], server: Any, kind: str
+) -> None:
+    hostile = "<img src=https://evil.example/x.png>" + "q" * 5000
+    server.script(
+        tool_reply("search_docs", {"query": hostile}),
+        tool_reply("rm_rf_everything<script>", {}),
+        answer_reply(markdown=f"Done [[{primed[0]}]]."),
+    )
+    result, events = run(site, [provider_settings(kind, server)], AskRequest(QUESTION))
+    lines = [e.data["message"] for e in events if e.name == "progress" and e.data["stage"] == "tools"]
+    assert result.kind == "answer" and len(lines) == 2
+    assert all(len(line) <= 120 for line in lines)
+    assert not any("rm_rf" in line or "script" in line for line in lines)
+    assert lines[1] == "Checking a tool"
+
+
+def test_summary_is_plain_bounded_text(
+    site: Site, primed: list[str], server: Any, kind: str
+) -> None:
+    summary = "**Pages** are <script>alert(1)</script> ![x](https://evil.example/b.png) " * 40
+    server.script(answer_reply(markdown=f"Done [[{primed[0]}]].", summary=summary))
+    result, _ = run(site, [provider_settings(kind, server)], AskRequest(QUESTION))
+    assert len(result.summary) <= 600 and result.summary.startswith("Pages are")
+    assert not any(mark in result.summary for mark in ("<", ">", "*", "evil.example", "\n"))

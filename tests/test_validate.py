@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 from typing import Any
 
 import pytest
+from docpilot_runtime.actions import validate_actions
 from docpilot_runtime.bundle import Page
+from docpilot_runtime.markdown_tree import MAX_DEPTH, Node, text_of
+from docpilot_runtime.memory import truncate_markdown
 from docpilot_runtime.types import Citation
 from docpilot_runtime.validate import (
+    Piece,
     Source,
     StreamValidator,
     ValidatedAnswer,
-    truncate_markdown,
-    validate_actions,
     validate_answer,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 PAGES = [
     Page("/", "DocPilot", frozenset({"docpilot", "what-a-reader-gets"})),
@@ -34,6 +40,49 @@ SETUP = "[[/guide/#setup~2]]"
 
 def check(markdown: str, **kwargs: object) -> ValidatedAnswer:
     return validate_answer(markdown, EMITTED, PAGES, **kwargs)  # type: ignore[arg-type]
+
+
+COMMONMARK = MarkdownIt("commonmark")  # a stock reader: raw HTML and references on
+
+
+def shown(result: ValidatedAnswer) -> str:
+    """What the widget shows: the tree's text."""
+    return shown_text(result.blocks)
+
+
+def shown_text(blocks: list[Node]) -> str:
+    return re.sub(r"\s+", "", text_of(blocks))
+
+
+def commonmark_text(markdown: str) -> str:
+    """The text a stock CommonMark renderer shows for ``markdown``."""
+    rendered = COMMONMARK.render(markdown)
+    plain = re.sub(r"<[^>]*>", "", rendered)
+    plain = (
+        plain.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"').replace("&amp;", "&")
+    )
+    return re.sub(r"\s+", "", plain)
+
+
+def hrefs(blocks: list[Node]) -> list[str]:
+    found, stack = [], list(blocks)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("t") == "a":
+                found.append(str(node["href"]))
+            stack.extend(node.get("c", []))
+    return found
+
+
+def depth(nodes: list[Node]) -> int:
+    deepest, stack = 0, [(n, 1) for n in nodes]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            deepest = max(deepest, level)
+            stack.extend((c, level + 1) for c in node.get("c", []))
+    return deepest
 
 
 def outside_code(markdown: str) -> str:
@@ -143,20 +192,6 @@ def test_site_link_spellings_resolve_to_the_page(written: str, kept: str) -> Non
     assert check(f"[here]({written}) {ASK}").markdown == f"[here]({kept}) [1]"
 
 
-def test_external_link_is_kept_only_when_an_excerpt_carried_it() -> None:
-    allowed = ["https://openrouter.ai/keys"]
-    result = check(
-        f"Get a key at [OpenRouter](https://openrouter.ai/keys) or [here](https://evil.example/keys)"
-        f" or <https://openrouter.ai/keys/> or <https://evil.example> {ASK}.",
-        allowed_external=allowed,
-    )
-    assert result.markdown == (
-        "Get a key at [OpenRouter](https://openrouter.ai/keys) or here"
-        " or <https://openrouter.ai/keys/> or https://evil.example [1]."
-    )
-    assert result.delinked == ["https://evil.example/keys", "https://evil.example"]
-
-
 @pytest.mark.parametrize(
     "target",
     [
@@ -171,27 +206,12 @@ def test_external_link_is_kept_only_when_an_excerpt_carried_it() -> None:
 )
 def test_unsafe_link_targets_become_plain_text(target: str) -> None:
     result = check(f"[click]({target}) {ASK}")
-    assert result.markdown == "click [1]"
-
-
-def test_an_allowed_mailto_link_is_kept() -> None:
-    result = check(
-        f"Write to <support@example.com> {ASK}", allowed_external=["mailto:support@example.com"]
-    )
-    assert result.markdown == "Write to <support@example.com> [1]"
+    assert hrefs(result.blocks) == [] and "click" in shown(result)
 
 
 def test_images_become_their_alt_text() -> None:
     result = check(f"![a diagram](/img/flow.png) ![tracker](https://evil.example/p.gif) {ASK}")
     assert result.markdown == "a diagram tracker [1]"
-
-
-def test_a_removed_marker_cannot_turn_a_link_into_an_image() -> None:
-    result = check(
-        f"![[bad]][ask](/reference/cli/#ask) and ! [[bad]][ask](/reference/cli/#ask) {ASK}"
-    )
-    # "\\!" renders as "!" and cannot start an image; the kept space does the same.
-    assert result.markdown == "\\![ask](/reference/cli/#ask) and ! [ask](/reference/cli/#ask) [1]"
 
 
 # -------------------------------------------------------------------------- HTML
@@ -206,133 +226,101 @@ def test_a_removed_marker_cannot_turn_a_link_into_an_image() -> None:
         "<iframe src=//evil.example></iframe>",
         "<!-- <script>alert(1)</script> -->",
         "<svg/onload=alert(1)>",
-        "\\<script>alert(1)\\</script>",
         "<div\nonclick=alert(1)>x</div>",
     ],
 )
-def test_hostile_html_is_neutralised(hostile: str) -> None:
-    result = check(f"Before {ASK}. {hostile} after.")
-    assert "<" not in result.markdown
-    assert "&lt;" in result.markdown
+def test_hostile_html_is_text_to_every_commonmark_reader(hostile: str) -> None:
+    result = check(f"{hostile} {ASK}")
+    rendered = COMMONMARK.render(result.markdown)  # raw HTML allowed: a careless reader
+    assert not re.search(r"<(?!/?(p|a|code|pre|em|strong)\b)", rendered.replace("&lt;", ""))
+    assert re.sub(r"\s+", "", hostile) in shown(result)
 
 
-def test_html_inside_code_stays_verbatim() -> None:
-    markdown = f'Use `Vec<T>` {ASK}.\n\n```html\n<b onclick="x">bold</b>\n```\n'
-    assert check(markdown).markdown == markdown.replace(ASK, "[1]")
-
-
-def test_unclosed_backticks_cannot_make_later_text_code() -> None:
-    # An unclosed run is escaped, so it cannot pair with a later one and leave what is
-    # between them outside code.
-    # A run with no closer on its own line is escaped, so a renderer cannot pair it
-    # with a run on the next line and leave what is between them outside code.
-    result = check(f"A ` stray {ASK}.\nThen `<b>` and `` <i> ``")
-    assert result.markdown == "A \\` stray [1].\nThen `<b>` and `` <i> ``"
-
-
-def test_a_removed_marker_cannot_merge_two_code_spans() -> None:
-    result = check(f"`a`[[bad]]`<b>` {ASK}")
-    assert result.markdown == "`a` `<b>` [1]"
-
-
-def test_a_code_span_with_a_pipe_and_markup_is_not_trusted_as_code() -> None:
-    # In a table row the pipe splits the cell, which would put "<b>" outside the span.
-    result = check(f"| `a|<b>` | x |\n{ASK}")
-    assert "<" not in outside_code(result.markdown) and "<b>" not in result.markdown
+def test_html_and_markers_inside_code_stay_verbatim() -> None:
+    result = check(f"Use `<b>{ASK}</b>` here {ASK}.\n\n```html\n<i>[[x]]</i>\n```")
+    assert text_of(result.blocks) == f"Use <b>{ASK}</b> here [1].<i>[[x]]</i>\n"
+    assert result.dropped_citations == []
 
 
 def test_fence_info_keeps_only_the_language() -> None:
-    result = check(f'{ASK}\n```python onload="alert(1)"\nx = 1\n```')
-    assert result.markdown == "[1]\n```python\nx = 1\n```"
+    result = check(f'Run {ASK}:\n\n```bash onclick="x" {{.class}}\nls\n```')
+    assert result.blocks[1] == {"t": "pre", "c": ["ls\n"], "lang": "bash"}
+    assert "onclick" not in result.markdown
 
 
-def test_fenced_code_in_a_list_item_stays_code() -> None:
-    markdown = f"1. Run {ASK}.\n   ```bash\n   cat <<EOF > out\n   ```\n2. Done."
-    assert check(markdown).markdown == markdown.replace(ASK, "[1]")
+# ------------------------------------------------------------- what readers see
 
 
-def test_a_less_indented_line_is_kept_inside_the_fence() -> None:
-    # In a list item, a line left of the fence would end the item, and the fence with it.
-    result = check(f"- Run {ASK}.\n  ```\n  a\n<script>\n  ```\n")
-    assert result.markdown == "- Run [1].\n  ```\n  a\n  <script>\n  ```\n"
+@pytest.mark.parametrize(
+    ("written", "seen"),
+    [
+        ("3 < 5 and a > b", "3 < 5 and a > b"),
+        ("&lt;script&gt; stays a word", "<script> stays a word"),
+        ("\\[x\\] is in brackets", "[x] is in brackets"),
+        ("\\~\\~\\~ three tildes", "~~~ three tildes"),
+        ("index list[0] first", "index list[0] first"),
+        ("AT&T & co", "AT&T & co"),
+    ],
+)
+def test_readers_see_what_commonmark_shows(written: str, seen: str) -> None:
+    result = check(f"{written} {ASK}")
+    assert text_of(result.blocks) == f"{seen} [1]"
+    assert commonmark_text(result.markdown) == shown(result)
 
 
-def test_a_closing_line_only_a_list_reading_would_accept_is_escaped() -> None:
-    # Five spaces close a fence opened at two only if it sits in a list item; escaped,
-    # the line closes nothing in any reading and the block goes on.
-    result = check(f"- Run {ASK}.\n  ```\n     ```\n  <b>\n  ```\n")
-    assert result.markdown == "- Run [1].\n  ```\n     \\`\\`\\`\n  <b>\n  ```\n"
+EVIL = "https://evil.example/?q=secret"
+BRACKET_VARIANTS = [
+    f"\\[text\\]({EVIL})",
+    f"\\[text]({EVIL})",
+    f"[text\\]({EVIL})",
+    f"[te\nxt]({EVIL})",
+    f"[text\n]({EVIL})",
+    f"`[text`]({EVIL})",
+    f"[`text]`({EVIL})",
+    f"[{'x' * 1200}]({EVIL})",
+    f"- [item\n  ]({EVIL})",
+    f"> [quote\n> ]({EVIL})",
+    f"- one\n  [two]({EVIL})",
+    f"> a\n[lazy]({EVIL})",
+    f"[a]: {EVIL}\n\n[a]",
+    f"[a][b]\n\n[b]: {EVIL}",
+    f"<{EVIL}>",
+    f"![img]({EVIL})",
+    f"[![img](/x.png)]({EVIL})",
+    f"[[text]]({EVIL})",
+    f"{ASK}({EVIL})",
+    f"[x](<{EVIL}>)",
+    f'[x]({EVIL} "title")',
+    "[x](&#104;ttps://evil.example/)",
+    f"*[x]({EVIL})*",
+    f"[x]\n({EVIL})",
+]
 
 
-def test_an_indented_fence_opens_only_after_a_blank_line() -> None:
-    # Right under a paragraph the line would continue the paragraph, not open a block.
-    result = check(f"Text {ASK}\n    ```\n    <b>\n    ```")
-    assert "<" not in result.markdown
-    markdown = f"Text {ASK}\n\n    ```\n    <b>\n    ```"
-    assert check(markdown).markdown == markdown.replace(ASK, "[1]")
+@pytest.mark.parametrize("variant", BRACKET_VARIANTS)
+def test_no_bracket_trick_becomes_an_off_site_link(variant: str) -> None:
+    result = check(f"See {ASK}.\n\n{variant}")
+    assert not [href for href in hrefs(result.blocks) if "evil" in href]
+    assert "evil.example/" not in "".join(
+        re.findall(r'href="([^"]*)"', COMMONMARK.render(result.markdown))
+    )
 
 
-def test_tildes_that_do_not_open_a_fence_here_are_escaped() -> None:
-    # "- ~~~" opens a fence inside the list item for a renderer; it must not for ours.
-    result = check(f"{ASK}\n- ~~~\n<b>\n~~strike~~")
-    assert result.markdown == "[1]\n- \\~\\~\\~\n&lt;b&gt;\n~~strike~~"
-
-
-def test_blockquote_markers_survive() -> None:
-    assert check(f"> quoted {ASK}\n>> deeper").markdown == "> quoted [1]\n>> deeper"
-
-
-def test_entities_are_left_alone() -> None:
-    assert check(f"AT&amp;T &lt;tag&gt; R&D {ASK}").markdown == "AT&amp;T &lt;tag&gt; R&D [1]"
+@pytest.mark.parametrize("marker", ["> ", "- ", "1. ", "* > "])
+def test_deeply_nested_answer_is_capped_not_overflowing(marker: str) -> None:
+    text = marker * (5900 // len(marker)) + f"deep {ASK}"
+    result = check(text)
+    assert depth(result.blocks) <= MAX_DEPTH
+    assert commonmark_text(result.markdown) == shown(result)
 
 
 # ------------------------------------------------------------------------ length
-
-
-def test_length_cap_cuts_at_a_sentence_boundary() -> None:
-    sentence = "This sentence is about forty characters. "
-    result = check(ASK + " " + sentence * 20, max_chars=300)
-    assert result.truncated
-    assert len(result.markdown) <= 300
-    assert result.markdown.endswith("characters.")
-
-
-def test_length_cap_prefers_a_paragraph_end() -> None:
-    paragraph = "Word " * 30 + "end of paragraph\n\n"
-    result = check(ASK + " " + paragraph * 10, max_chars=400)
-    assert result.truncated and result.markdown.endswith("end of paragraph")
-
-
-def test_length_cap_never_cuts_inside_a_fence() -> None:
-    # The fence opens inside the cut window: the cut lands before it.
-    text = (
-        f"Intro {ASK}. " + "More words here. " * 14 + "\n\n```bash\n" + "echo hi\n" * 40 + "```\n"
-    )
-    result = check(text, max_chars=300)
-    assert result.truncated and "```" not in result.markdown
-    # The fence opened long before the window: the cut lands on a line end and closes it.
-    text = f"Intro {ASK}.\n\n```bash\n" + "echo one two three\n" * 40 + "```\nAfter."
-    result = check(text, max_chars=300)
-    assert result.truncated and len(result.markdown) <= 300
-    assert result.markdown.endswith("echo one two three\n```")
-    assert result.markdown.count("```") == 2
 
 
 def test_citations_cut_away_by_the_cap_are_not_listed() -> None:
     text = f"Start {ASK}. " + "Filler sentence here. " * 30 + f"Late {SETUP}."
     result = check(text, max_chars=300)
     assert [c.id for c in result.citations] == ["/reference/cli/#ask"]
-
-
-def test_a_cut_between_a_space_and_a_marker_drops_the_citation() -> None:
-    # No boundary in the window: the cut falls back to its start, which lies between
-    # the tab held before the marker and the marker itself.
-    text = f"- item\n***|a|b|\nSentence. \\[:![img](/a.png)`code <x>`\t{ASK}[t](<reference/cli/>)"
-    result = check(text, max_chars=60)
-    assert result.truncated and "[1]" not in result.markdown
-    assert result.citations == []
-    streamed, validator = stream(text, list(range(1, len(text), 3)), max_chars=60)
-    assert streamed == "" and not validator.cited
 
 
 def test_truncate_markdown_closes_a_fence_it_cuts() -> None:
@@ -376,14 +364,16 @@ Scores 3 > 2 & 1 < 2! Done [[/guide/#setup~2, /reference/cli/#ask]].
 ]
 
 
-def stream(text: str, cuts: list[int], max_chars: int = 6000) -> tuple[str, StreamValidator]:
+def stream(
+    text: str, cuts: list[int], max_chars: int = 6000
+) -> tuple[list[Piece], StreamValidator]:
     validator = StreamValidator(EMITTED, PAGES, max_chars=max_chars)
     pieces, start = [], 0
     for cut in [*cuts, len(text)]:
         pieces.append(validator.feed(text[start:cut]))
         start = cut
     pieces.append(validator.finish())
-    return "".join(pieces), validator
+    return [p for p in pieces if p is not None], validator
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -391,63 +381,159 @@ def stream(text: str, cuts: list[int], max_chars: int = 6000) -> tuple[str, Stre
 def test_stream_equals_batch_over_random_splits(seed: int, max_chars: int) -> None:
     rng = random.Random(seed)
     for text in ANSWERS:
-        batch = validate_answer(text, EMITTED, PAGES, max_chars=max_chars)
-        for _ in range(40):
-            cuts = sorted(rng.sample(range(1, len(text)), rng.randint(1, min(60, len(text) - 1))))
-            streamed, validator = stream(text, cuts, max_chars)
-            assert streamed == (batch.markdown if batch.citations else "")
-            assert validator.cited == bool(batch.citations)
-            assert validator.result() == batch
+        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(1, 40))))
+        pieces, validator = stream(text, cuts, max_chars)
+        batch = check(text, max_chars=max_chars)
+        assert "".join(p.markdown for p in pieces) == batch.markdown
+        assert [b for p in pieces for b in p.blocks] == batch.blocks
+        assert validator.result() == batch
+        assert len(batch.markdown) <= max_chars
+        assert commonmark_text(batch.markdown) == shown(batch)
 
 
 def test_stream_equals_batch_character_by_character() -> None:
-    for text in ANSWERS:
-        streamed, _ = stream(text, list(range(1, len(text))))
-        assert streamed == validate_answer(text, EMITTED, PAGES).markdown
+    text = ANSWERS[0]
+    pieces, _ = stream(text, list(range(1, len(text))))
+    assert "".join(p.markdown for p in pieces) == check(text).markdown
 
 
-def test_a_marker_split_across_chunks_is_held_until_complete() -> None:
-    validator = StreamValidator(EMITTED, PAGES)
-    assert validator.feed(f"Intro {ASK} then") == "Intro [1] then"
-    # Only the space that may precede a removed marker, and the marker, are held.
-    assert validator.feed(" see [[/refer") == " see"
-    assert validator.feed("ence/cli/#ask]] more") == " [1] more"
-    assert validator.feed(" and [the cli](/refer") == " and"
-    assert validator.feed("ence/cli/) end.") == " [the cli](/reference/cli/) end."
-    assert validator.finish() == ""
+def test_a_long_paragraph_streams_as_validated_drafts() -> None:
+    text = f"Start {ASK}. " + "More words about the setup here. " * 60
+    pieces, _ = stream(text, list(range(20, len(text), 20)))
+    drafts = [p.draft for p in pieces if p.draft]
+    assert len(drafts) >= 3, "the open paragraph is shown while it is written"
+    assert all(text_of(d).startswith("Start [1].") for d in drafts)
+    assert pieces[-1].draft == [] and "".join(p.markdown for p in pieces) == check(text).markdown
 
 
 def test_nothing_is_released_before_the_first_valid_citation() -> None:
     validator = StreamValidator(EMITTED, PAGES)
-    assert validator.feed("A long opening paragraph with no citation yet.\n\n") == ""
-    assert validator.feed("More text [[invented]] still nothing. ") == ""
-    assert not validator.cited
-    shown = validator.feed(f"Now cited {ASK} and more")
+    assert validator.feed("An opening paragraph with no citation.\n\n") is None
+    assert validator.feed("Still none [[bad]].\n\nNow ") is None
+    piece = validator.feed(f"one {ASK}.\n\nAfter.\n\n")
+    assert piece is not None and piece.markdown.startswith("An opening paragraph")
     assert validator.cited
-    assert (
-        shown
-        == "A long opening paragraph with no citation yet.\n\nMore text still nothing. Now cited [1] and more"
-    )
-    assert validator.finish() == ""
 
 
 def test_an_uncited_answer_is_never_shown() -> None:
-    for text in [
-        "No citations at all.",
-        "Only an invented one [[/made/up/#x]].",
-        "`[[/reference/cli/#ask]]` in code",
-    ]:
-        validator = StreamValidator(EMITTED, PAGES)
-        assert validator.feed(text) == ""
-        assert validator.finish() == ""
-        assert not validator.cited
-        assert validator.result().citations == []
+    validator = StreamValidator(EMITTED, PAGES)
+    text = "No citation here.\n\n" * 20 + "Invented [[/made/up/]]."
+    assert validator.feed(text) is None and validator.finish() is None
+    assert not validator.cited and validator.result().citations == []
 
 
-def test_a_citation_the_cap_cuts_away_releases_nothing() -> None:
-    text = "Filler sentence without sources. " * 20 + ASK
-    streamed, validator = stream(text, list(range(10, len(text), 10)), max_chars=300)
-    assert streamed == "" and not validator.cited
+def test_length_cap_holds_and_cuts_at_a_word() -> None:
+    text = f"Start {ASK}. " + "Filler sentence here. " * 400
+    result = check(text, max_chars=500)
+    assert result.truncated and len(result.markdown) <= 500
+    assert result.markdown.endswith(("here.", "here", "Filler", "sentence"))
+
+
+def test_length_cap_never_leaves_a_fence_open() -> None:
+    text = f"Intro {ASK}.\n\n```python\n" + "print('x')\n" * 600 + "```\n\nAfter."
+    result = check(text, max_chars=1000)
+    assert result.truncated and len(result.markdown) <= 1000
+    assert result.markdown.endswith("print('x')\n```")
+    assert result.blocks[-1]["t"] == "pre"
+
+
+# ----------------------------------------------------------- hostile answers
+
+HOSTILE_PIECES = [
+    ASK,
+    SETUP,
+    "[[/made/up/]]",
+    "[1]",
+    "[",
+    "]",
+    "(",
+    ")",
+    "\\[",
+    "\\]",
+    "`",
+    "``",
+    "```",
+    "~~~",
+    "<",
+    ">",
+    "&lt;",
+    "&amp;",
+    "&#91;",
+    "*",
+    "**",
+    "_",
+    "!",
+    "<https://evil.example/a>",
+    f"]({EVIL})",
+    "](/guide/#setup)",
+    "](/reference/cli/#ask)",
+    "[x]: https://evil.example/",
+    "\n",
+    "\n\n",
+    "\n- ",
+    "\n> ",
+    "\n1. ",
+    "\n    ",
+    "\n```js\n",
+    "\n# ",
+    "  ",
+    "text",
+    "word",
+    "<script>",
+    "<img src=x>",
+    "\\",
+    "#",
+    "|",
+    "=",
+    "---",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(HOSTILE_PIECES), max_size=60))
+def test_hostile_answers_read_the_same_to_commonmark_and_link_nowhere(parts: list[str]) -> None:
+    result = check("".join(parts))
+    assert commonmark_text(result.markdown) == shown(result)
+    assert all(
+        h.startswith(("/guide/", "/reference/cli/", "/#", "/")) and "evil" not in h
+        for h in hrefs(result.blocks)
+    )
+    rendered = COMMONMARK.render(result.markdown)
+    assert "evil.example" not in "".join(re.findall(r'(?:href|src)="([^"]*)"', rendered))
+    assert depth(result.blocks) <= MAX_DEPTH
+
+
+def calls(text: str) -> int:
+    """Python function calls made validating ``text``: a cost that does not depend on
+    the machine's speed."""
+    count = 0
+
+    def profile(_frame: Any, event: str, _arg: Any) -> None:
+        nonlocal count
+        if event == "call":
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        check(text, max_chars=10**7)
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        f"A sentence about setup {ASK}. ",
+        "[" * 7 + "x" + "]" * 3 + f"(/guide/#setup) {ASK} ",
+        "`a` `` b ` c ``` d " + ASK + " ",
+        f"> - quote and list {ASK}\n",
+        f"*a **b [c]({EVIL}) <x> &amp; \\[ {ASK}\n\n",
+    ],
+)
+def test_validation_cost_is_linear_in_the_answer_length(unit: str) -> None:
+    small, large = calls(unit * 60), calls(unit * 600)
+    assert large <= 13 * small, f"10x the text cost {large / small:.1f}x the calls"
 
 
 # ----------------------------------------------------------------------- actions

@@ -17,8 +17,9 @@
  * {id, ok: true, result} or {id, ok: false, error}. Static mode (endpoint "browser")
  * loads docpilot/static.json (the lexical part of the bundle) into the worker and asks it instead of a server.
  *
- * Safety: model and docs text become DOM nodes through textContent only (see `markdown`);
- * links are kept only for http(s) and site-relative URLs.
+ * Safety: answers arrive as the element tree the runtime validated (`blocks`), never as
+ * Markdown to parse here; text becomes text nodes only (see `tree`), and links keep only
+ * the server's href, and only for http(s) and site-relative URLs.
  *
  * Material's instant navigation swaps the page without re-running this script: the widget
  * stays (with its conversation) and reads `location.pathname` when it sends, so `page` is
@@ -118,132 +119,65 @@ function link(href, text) {
   return a;
 }
 
-// -------------------------------------------------------------- safe Markdown
+// -------------------------------------------------------------- the answer tree
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/;
-const HEADING = /^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
-const RULE = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
-const QUOTE = /^ {0,3}> ?/;
-const LIST = /^( {0,8})([-*+]|\d{1,9}[.)])\s+(.*)$/;
-const TABLE_RULE = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/;
-// Inline spans, earliest first: code, bold, italic, citation markers, links, autolinks.
-const INLINE =
-  /(`+)(.+?)\1|\*\*(.+?)\*\*|__(.+?)__|\*(\S(?:.*?\S)?)\*|(?<!\w)_(\S(?:.*?\S)?)_(?!\w)|\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\](?!\()|\[([^\]]+)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)|<(https?:\/\/[^>\s]+)>/g;
+// The element tree the runtime validated (result `blocks`, delta `blocks`): text nodes,
+// a fixed set of elements, links with the href the server accepted. Never parsed as Markdown.
+const TAGS = new Set("p h1 h2 h3 h4 h5 h6 blockquote ul ol li pre hr em strong a code br".split(" "));
+const MAX_DEPTH = 12; // as markdown_tree.MAX_DEPTH; deeper elements are dropped, their text kept
 
-const indentOf = (line) => line.length - line.trimStart().length;
-const startsBlock = (line) =>
-  FENCE.test(line) || HEADING.test(line) || RULE.test(line) || QUOTE.test(line) || LIST.test(line);
+const textOf = (nodes) =>
+  (Array.isArray(nodes) ? nodes : []).map((n) => (typeof n === "string" ? n : n?.t === "cite" ? `[${n.n}]` : textOf(n?.c))).join("");
 
-/** Markdown as a DocumentFragment built from elements and text nodes only. `ctx.cite(n)`
- * turns a citation marker into a link (or null when there is no such citation). */
-function markdown(text, ctx) {
+/** A DocumentFragment of `nodes`, built with createElement and text nodes only, iteratively
+ * (no tree can exhaust the stack). `ctx.cite(n)` draws citation n, or null for its "[n]" text. */
+function tree(nodes, ctx) {
   const root = document.createDocumentFragment();
-  blocks(String(text || "").replace(/\r\n?/g, "\n").split("\n"), root, ctx);
+  const stack = [[root, Array.isArray(nodes) ? nodes : [], 0, 0]];
+  while (stack.length) {
+    const top = stack.at(-1);
+    const [parent, kids, i, depth] = top;
+    if (i >= kids.length) {
+      stack.pop();
+      continue;
+    }
+    top[2]++;
+    const node = kids[i];
+    if (typeof node === "string") {
+      parent.append(node);
+      continue;
+    }
+    const t = node?.t;
+    if (t === "cite") {
+      parent.append(ctx.cite(Number(node.n)) || `[${Number(node.n)}]`);
+      continue;
+    }
+    let child = null; // an element outside the set, or an unsafe link: its text only
+    if (t === "pre" && depth < MAX_DEPTH) {
+      const lang = /^[\w.+#-]{1,40}$/.test(node.lang || "") ? `language-${node.lang}` : null;
+      child = el("pre");
+      child.append(el("code", lang, textOf(node.c)));
+      parent.append(child);
+      continue;
+    }
+    if (t === "a") {
+      const href = safeHref(String(node.href || ""));
+      if (href) child = link(href);
+    } else if (t[0] === "h" && t !== "hr") {
+      // Answer headings sit under the panel's own heading: shift them down two levels.
+      child = el(`h${Math.min(6, Number(t[1]) + 2)}`);
+    } else if (TAGS.has(t)) {
+      child = el(t);
+      if (t === "ol" && Number(node.start) > 1) child.start = Number(node.start);
+    }
+    const into = child && depth < MAX_DEPTH ? parent.appendChild(child) : parent;
+    if (Array.isArray(node.c)) stack.push([into, node.c, 0, depth + 1]);
+  }
   return root;
 }
 
-function blocks(lines, parent, ctx) {
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i];
-    let m;
-    if (!line.trim()) {
-      i++;
-    } else if ((m = FENCE.exec(line))) {
-      const close = new RegExp(`^ {0,3}${m[1][0] === "`" ? "`" : "~"}{${m[1].length},}\\s*$`);
-      const body = [];
-      for (i++; i < lines.length && !close.test(lines[i]); i++) body.push(lines[i]);
-      i++;
-      const pre = parent.appendChild(el("pre"));
-      pre.append(el("code", m[2] ? `language-${m[2]}` : null, body.join("\n")));
-    } else if ((m = HEADING.exec(line))) {
-      // Answer headings sit under the panel's own heading: shift them down two levels.
-      inline(m[2], parent.appendChild(el(`h${Math.min(6, m[1].length + 2)}`)), ctx);
-      i++;
-    } else if (RULE.test(line)) {
-      parent.append(el("hr"));
-      i++;
-    } else if (QUOTE.test(line)) {
-      const body = [];
-      for (; i < lines.length && QUOTE.test(lines[i]); i++) body.push(lines[i].replace(QUOTE, ""));
-      blocks(body, parent.appendChild(el("blockquote")), ctx);
-    } else if ((m = LIST.exec(line))) {
-      i = list(lines, i, m, parent, ctx);
-    } else if (line.includes("|") && TABLE_RULE.test(lines[i + 1] || "")) {
-      i = table(lines, i, parent, ctx);
-    } else {
-      const body = [line.trim()];
-      for (i++; i < lines.length && lines[i].trim() && !startsBlock(lines[i]); i++) {
-        body.push(lines[i].trim());
-      }
-      inline(body.join(" "), parent.appendChild(el("p")), ctx);
-    }
-  }
-}
-
-function list(lines, i, first, parent, ctx) {
-  const base = first[1].length;
-  const ordered = /\d/.test(first[2]);
-  const node = parent.appendChild(el(ordered ? "ol" : "ul"));
-  if (ordered && parseInt(first[2], 10) !== 1) node.start = parseInt(first[2], 10);
-  const items = [];
-  for (; i < lines.length; i++) {
-    const line = lines[i];
-    const m = LIST.exec(line);
-    if (m && m[1].length === base && /\d/.test(m[2]) === ordered) {
-      items.push([m[3]]);
-    } else if (!line.trim()) {
-      // A blank line continues the list only if the next line is indented or a sibling item.
-      const next = lines[i + 1] || "";
-      if (!next.trim() || (indentOf(next) <= base && !LIST.test(next))) break;
-      items.at(-1).push("");
-    } else if (indentOf(line) > base || !startsBlock(line)) {
-      items.at(-1).push(line.slice(Math.min(indentOf(line), base + first[2].length + 1)));
-    } else {
-      break;
-    }
-  }
-  for (const item of items) blocks(item, node.appendChild(el("li")), ctx);
-  return i;
-}
-
-function table(lines, i, parent, ctx) {
-  const cells = (line) => line.trim().replace(/^\||\|$/g, "").split("|");
-  const wrap = parent.appendChild(el("div", "dp-table"));
-  const node = wrap.appendChild(el("table"));
-  const head = node.appendChild(el("thead")).appendChild(el("tr"));
-  for (const cell of cells(lines[i])) inline(cell.trim(), head.appendChild(el("th")), ctx);
-  const body = node.appendChild(el("tbody"));
-  for (i += 2; i < lines.length && lines[i].includes("|"); i++) {
-    const row = body.appendChild(el("tr"));
-    for (const cell of cells(lines[i])) inline(cell.trim(), row.appendChild(el("td")), ctx);
-  }
-  return i;
-}
-
-function inline(text, parent, ctx) {
-  const re = new RegExp(INLINE); // own lastIndex: inline() recurses
-  let last = 0;
-  let m;
-  while ((m = re.exec(text))) {
-    parent.append(text.slice(last, m.index));
-    last = re.lastIndex;
-    if (m[1]) parent.append(el("code", null, m[2].replace(/^ (.*) $/, "$1")));
-    else if (m[3] || m[4]) inline(m[3] || m[4], parent.appendChild(el("strong")), ctx);
-    else if (m[5] || m[6]) inline(m[5] || m[6], parent.appendChild(el("em")), ctx);
-    else if (m[7]) {
-      const marks = m[7].split(/\s*,\s*/).map((n) => ctx.cite(Number(n)));
-      marks.every(Boolean) ? parent.append(...marks) : parent.append(m[0]);
-    } else if (m[8]) {
-      const href = safeHref(m[9]);
-      inline(m[8], href ? parent.appendChild(link(href)) : parent, ctx);
-    } else {
-      const href = safeHref(m[10]);
-      parent.append(href ? link(href, m[10]) : m[10]);
-    }
-  }
-  parent.append(text.slice(last));
-}
+/** A result's tree; an old stored turn without one shows its text as plain paragraphs. */
+const blocksOf = (r) => r.blocks || String(r.markdown || "").split(/\n\s*\n/).map((p) => ({ t: "p", c: [p] }));
 
 // -------------------------------------------------------------- the worker
 
@@ -344,7 +278,7 @@ async function askServer(body, view) {
       const name = /^event: ?(.*)$/m.exec(block)?.[1];
       const data = JSON.parse(/^data: ?(.*)$/m.exec(block)?.[1] || "null");
       if (name === "progress") view.progress(data.message);
-      else if (name === "delta") view.delta(data.text);
+      else if (name === "delta") view.delta(data);
       else if (name === "answer") result = data;
       else if (name === "error") throw new Error(data.message);
     }
@@ -384,7 +318,7 @@ const newChat = () => ({ id: `${Date.now().toString(36)}${Math.random().toString
 
 // Only what a turn needs to be drawn again and remembered.
 const keep = (r) => ({
-  turn_id: r.turn_id, kind: r.kind, markdown: r.markdown, citations: r.citations || [],
+  turn_id: r.turn_id, kind: r.kind, markdown: r.markdown, blocks: blocksOf(r), citations: r.citations || [],
   closest: r.closest || [], tentative: !!r.tentative, actions: r.actions || [],
   summary: r.summary || "", rescued: !!r.rescued,
 });
@@ -637,7 +571,7 @@ class Widget {
       });
       return a;
     };
-    body.replaceChildren(markdown(result.markdown, { cite }));
+    body.replaceChildren(tree(blocksOf(result), { cite }));
     body.dataset.kind = result.kind;
     if (result.tentative) {
       const badge = el("span", "dp-badge", T.tentative);
@@ -816,7 +750,8 @@ class Widget {
     const index = this.chat.turns.push(turn) - 1;
     const view = this.turnView(turn, index);
     this.live.textContent = "";
-    let streamed = "";
+    let streamed = [];
+    let drafted = [];
     let frame = 0;
     const ui = {
       progress: (message) => {
@@ -824,14 +759,16 @@ class Widget {
         this.live.textContent = message;
         this.scrollDown();
       },
-      delta: (text) => {
-        if (!streamed) this.live.textContent = ""; // from here on it reads the answer
-        streamed += text;
-        this.live.append(text);
+      // Settled blocks are appended; the draft of the open block replaces the last one.
+      delta: ({ blocks, draft }) => {
+        if (!streamed.length && !drafted.length) this.live.textContent = ""; // it reads the answer now
+        streamed = streamed.concat(blocks || []);
+        drafted = draft || [];
+        this.live.append(textOf(blocks));
         // Redraw at most once a frame; markers become links when the answer lands.
         frame ||= requestAnimationFrame(() => {
           frame = 0;
-          view.body.replaceChildren(markdown(streamed, { cite: () => null }));
+          view.body.replaceChildren(tree(streamed.concat(drafted), { cite: () => null }));
           this.scrollDown();
         });
       },
@@ -864,7 +801,7 @@ class Widget {
           turn.mask = question.slice(0, credential.start) + "•".repeat(8) + question.slice(credential.end);
           view.wrap.querySelector(".dp-q p").textContent = turn.mask;
         }
-        turn.result = { kind: "credential", markdown: credential.markdown };
+        turn.result = { kind: "credential", markdown: credential.markdown, blocks: credential.blocks };
         this.drawResult(view, turn.result, index);
         this.live.textContent = view.body.textContent;
         return;
@@ -881,7 +818,7 @@ class Widget {
       turn.result = keep(result);
       turn.local = result.kind === "credential"; // caught by the server's check: keep it nowhere
       this.drawResult(view, turn.result, index);
-      if (!streamed) this.live.textContent = view.body.textContent;
+      if (!streamed.length && !drafted.length) this.live.textContent = view.body.textContent;
       this.save();
     } catch (error) {
       console.error("DocPilot:", error.message); // the question itself is never logged
@@ -899,3 +836,6 @@ class Widget {
 }
 
 new Widget();
+
+// The renderer, for tests and pages that draw a stored result themselves.
+export { tree as renderTree };

@@ -15,25 +15,32 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
+import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from .actions import validate_actions
 from .answer_settings import AnswerSettings
+from .markdown_parse import Hooks, parse, to_tree
+from .markdown_tree import text_of
 from .prompt import PLATFORM_RULES, first_message, site_profile
 from .providers import Message, Provider, ProviderError, ToolCall, Usage
 from .providers.pricing import cost_micro_usd
 from .retrieval import Retrieval
 from .tools import TurnTools
 from .types import Citation
-from .validate import StreamValidator, validate_actions, validate_answer
+from .validate import Piece, StreamValidator, validate_answer
 
 log = logging.getLogger("docpilot.answer")
 
 Progress = Callable[[str, dict[str, Any]], Awaitable[None]]
 PRIMED_UNITS = 6
+SUMMARY_CHARS = 600
+QUERY_CHARS = 80
 LAST_STEP_NOTE = "\n\n(This was the last tool step: call the answer tool now.)"
 
 
@@ -46,6 +53,7 @@ class Answer:
     """What a provider's validated `answer` call contributes to the result."""
 
     markdown: str
+    blocks: list[Any]
     citations: list[Citation]
     summary: str
     model_confidence: int | None
@@ -57,12 +65,13 @@ class Answer:
 
 class MarkdownField:
     """Pulls the `markdown` string out of the answer call's argument JSON as it streams,
-    so the answer text can be validated and shown before the call is complete."""
+    so the answer text can be validated and shown before the call is complete. Each
+    character is decoded once (linear in the answer's length)."""
 
     def __init__(self) -> None:
         self.raw = ""
         self.start: int | None = None
-        self.sent = 0
+        self.pos = 0  # where in raw the next undecoded character of the string is
         self.closed = False
 
     def feed(self, chunk: str) -> str:
@@ -77,30 +86,60 @@ class MarkdownField:
             quote = self.raw.find('"', colon + 1) if colon >= 0 else -1
             if quote < 0:
                 return ""
-            self.start = quote + 1
-        decoded = self._decode(self.raw[self.start :])
-        new, self.sent = decoded[self.sent :], len(decoded)
-        return new
+            self.start = self.pos = quote + 1
+        end = self._complete(self.pos)
+        piece, self.pos = self.raw[self.pos : end], end
+        try:
+            return str(json.loads('"' + piece + '"'))
+        except ValueError:
+            return ""
 
-    def _decode(self, body: str) -> str:
-        """The string's characters up to the last complete one (escapes resolved)."""
-        i = 0
+    def _complete(self, i: int) -> int:
+        """The end of the string's complete characters from ``i`` (an escape is taken
+        whole, a surrogate pair's halves together); sets `closed` at the closing quote."""
+        body = self.raw
+        end = i
         while i < len(body):
             c = body[i]
             if c == "\\":
                 need = 6 if body[i + 1 : i + 2] == "u" else 2
                 if i + need > len(body):
                     break
+                if need == 6 and "\\ud800" <= body[i : i + 6].lower() <= "\\udbff":
+                    if i + 12 > len(body):
+                        break  # a high surrogate waits for its low half
+                    i += 6
                 i += need
+                end = i
                 continue
             if c == '"':
                 self.closed = True
                 break
             i += 1
-        try:
-            return str(json.loads('"' + body[:i] + '"'))
-        except ValueError:
-            return ""
+            end = i
+        return end
+
+
+def plain_summary(value: Any) -> str:
+    """The model's summary as plain text: its CommonMark reading without any markup,
+    links, images or HTML (a tag is text, then its angle brackets go), one line,
+    at most SUMMARY_CHARS characters."""
+    if not isinstance(value, str):
+        return ""
+    hooks = Hooks(text=lambda run: [run], code=lambda code: code, link=lambda _h, _a: None)
+    flat = text_of(to_tree(parse(value[: SUMMARY_CHARS * 4]), hooks))
+    flat = _bounded_line(flat.replace("<", " ").replace(">", " "), SUMMARY_CHARS)
+    return flat
+
+
+def _bounded_line(value: str, limit: int) -> str:
+    """One line of printable text within ``limit`` characters (control, format and
+    private-use characters removed, whitespace collapsed)."""
+    kept = "".join(
+        ch if not unicodedata.category(ch).startswith("C") else " " for ch in value[: limit * 4]
+    )
+    kept = re.sub(r"\s+", " ", kept).strip()
+    return kept if len(kept) <= limit else kept[: limit - 1].rstrip() + "…"
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -121,7 +160,7 @@ class ProviderRun:
         page: str | None,
         settings: AnswerSettings,
         http: httpx.AsyncClient | None,
-        emit_delta: Callable[[str], Awaitable[None]],
+        emit_delta: Callable[[Piece], Awaitable[None]],
         progress: Progress,
     ) -> None:
         self.provider = provider
@@ -161,8 +200,9 @@ class ProviderRun:
                 field_: MarkdownField = field_,
             ) -> None:
                 if kind == "tool:answer":
-                    shown = stream.feed(field_.feed(text))
-                    if shown:
+                    # Off the event loop: other requests are served while it validates.
+                    shown = await asyncio.to_thread(stream.feed, field_.feed(text))
+                    if shown is not None:
                         await self.emit_delta(shown)
 
             reply = await self.provider.complete(self.system, self.messages, specs, on_delta)
@@ -170,10 +210,10 @@ class ProviderRun:
             self.cost += cost_micro_usd(self.provider.model, reply.usage)  # per call: tiers
             answers = [c for c in reply.tool_calls if c.name == "answer"]
             if answers:
-                rest = stream.finish()
-                if rest:
+                rest = await asyncio.to_thread(stream.finish)
+                if rest is not None:
                     await self.emit_delta(rest)
-                return self._finish(answers[0])
+                return await asyncio.to_thread(self._finish, answers[0], stream)
             if not reply.tool_calls:
                 raise NoAnswer("the model replied without calling answer")
             self.messages.append(reply.to_message())  # keeps the vendor's blocks verbatim
@@ -190,16 +230,21 @@ class ProviderRun:
 
     async def _announce(self, call: ToolCall) -> None:
         args = call.arguments or {}
+        # Built by us from bounded values: a tool the site does not declare is never
+        # named, and a query is one short line of plain text.
         if call.name == "search_docs":
-            message = f"Searching for {str(args.get('query', ''))[:80]!r}"
+            query = _bounded_line(str(args.get("query", "")), QUERY_CHARS)
+            message = f"Searching for “{query}”" if query else "Searching the docs"
         elif call.name in ("fetch_section", "expand_section"):
             row = self.site.unit_rows.get(str(args.get("id", "")))
             title = self.site.bundle.units[row].title if row is not None else "a section"
             message = f"Reading {title}"
         elif call.name == "list_pages":
             message = "Listing the pages"
+        elif call.name in self.tools.site_tools:
+            message = f"Asking the site's {_bounded_line(call.name, 40)} tool"
         else:
-            message = f"Asking the site's {call.name} tool"
+            message = "Checking a tool"
         await self.progress("tools", {"message": message})
 
     def usage_record(self) -> dict[str, Any]:
@@ -214,33 +259,36 @@ class ProviderRun:
             "cost_micro_usd": self.cost,
         }
 
-    def _finish(self, call: ToolCall) -> Answer:
+    def _finish(self, call: ToolCall, stream: StreamValidator) -> Answer:
         args = call.arguments
         if args is None or not isinstance(args.get("markdown"), str):
             raise NoAnswer("the answer call carried no markdown")
-        validated = validate_answer(
-            args["markdown"],
-            self.tools.emitted,
-            self.site.bundle.pages,
-            self.settings.max_answer_chars,
-            self.tools.external_urls,
-        )
         listed = args.get("citations")
         listed_ids = [c for c in listed if isinstance(c, str)] if isinstance(listed, list) else []
-        dropped = validated.dropped_citations + [
-            c for c in listed_ids if c not in self.tools.emitted
-        ]
+        if stream.cited:  # [[ID]] markers: the streamed reading is the answer
+            validated = stream.result(listed_ids)
+        else:
+            # No [[ID]] marker: [n] markers name the n-th listed id, checked exactly like
+            # [[ID]] markers (the stream could not know the list before the call ended).
+            validated = validate_answer(
+                args["markdown"],
+                self.tools.emitted,
+                self.site.bundle.pages,
+                self.settings.max_answer_chars,
+                self.tools.external_urls,
+                listed_ids,
+            )
         confidence = _int_or_none(args.get("confidence"))
-        summary = args.get("summary")
         return Answer(
             markdown=validated.markdown,
+            blocks=validated.blocks,
             citations=validated.citations,
-            summary=summary[:600] if isinstance(summary, str) else "",
+            summary=plain_summary(args.get("summary")),
             model_confidence=confidence,
             actions=validate_actions(args.get("actions"), self.site.bundle.actions),
             tentative=confidence is not None and confidence < self.settings.tentative_below,
             usage=self.usage_record(),
-            dropped_citations=dropped,
+            dropped_citations=validated.dropped_citations,
         )
 
 
@@ -252,7 +300,7 @@ async def ask_providers(
     page: str | None,
     settings: AnswerSettings,
     http: httpx.AsyncClient | None,
-    emit_delta: Callable[[str], Awaitable[None]],
+    emit_delta: Callable[[Piece], Awaitable[None]],
     progress: Progress,
 ) -> Answer | None:
     """The answer ladder: each provider in order until one answers; None if none did,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .settings_schema import ANSWER
 
 _DEFAULTS = ANSWER.defaults()
+MAX_ANSWER_CHARS: int = _DEFAULTS["max_answer_chars"]  # the one default of the length cap
 
 
 @dataclass(frozen=True)
@@ -15,7 +16,7 @@ class AnswerSettings:
 
     max_steps: int = _DEFAULTS["max_steps"]  # model calls per provider per turn
     tentative_below: int = _DEFAULTS["tentative_below"]  # lower model confidence: tentative
-    max_answer_chars: int = _DEFAULTS["max_answer_chars"]
+    max_answer_chars: int = MAX_ANSWER_CHARS
     # Seconds the whole answer ladder may take, from the first model call; past it the
     # provider being asked is abandoned and the turn settles as `passages`.
     turn_deadline: float = _DEFAULTS["turn_deadline"]

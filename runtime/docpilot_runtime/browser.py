@@ -21,6 +21,7 @@ from typing import Any
 from .bundle import STATIC_NAME, decode_static
 from .credentials import carries_credential, credential_reply, screen_request
 from .lexical import LexicalIndex
+from .markdown_tree import trusted_blocks
 from .retrieval import Searcher, Site, ask_without_model
 from .types import AskRequest, Limits, RequestError, parse_ask_request
 
@@ -55,6 +56,7 @@ def check(
             "kind": found.kind,
             "label": found.label,
             "markdown": credential_reply(found),
+            "blocks": trusted_blocks(credential_reply(found)),
             "start": found.start,
             "end": found.end,
             "field": screened.field,

@@ -25,8 +25,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .fences import Fence, fenced_blocks, open_fence
 from .types import COMPLETED_KINDS, HistoryItem
-from .validate import truncate_markdown
 
 CARRIED_TURNS = 3
 QUESTION_CHARS = 350
@@ -44,7 +44,6 @@ MEMORY_BUDGET = 6000
 _MEMORY_TAGS = ("memory", "question", "answer", "answer_summary", "quote")
 _TAG_LOOKALIKE = re.compile(r"<(/?\s*)(" + "|".join(_MEMORY_TAGS) + r")\b", re.I)
 _CITATION_MARKER = re.compile(r"\s?\[\d+\]")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 _SENTENCE = re.compile(r"(.+?[.!?])(?=\s|$)", re.S)
@@ -77,6 +76,46 @@ class Memory:
     previous_quote: str | None = None  # the previous question's quote, carried one turn
 
 
+def truncate_markdown(markdown: str, limit: int) -> tuple[str, bool]:
+    """``markdown`` cut to at most ``limit`` characters at the last paragraph end near the
+    limit, else a line end, else a word end, never inside a code fence: a fence the cut
+    must land in is closed. Returns (text, truncated)."""
+    if len(markdown) <= limit:
+        return markdown, False
+    lines = markdown.split("\n")
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    inside: list[tuple[int, int, str]] = []  # (first body offset, end offset, closer)
+    for block in fenced_blocks(lines):
+        end = offsets[block.end] if block.end is not None else len(markdown) + 1
+        closer = " " * block.fence.indent + block.fence.char * block.fence.length
+        inside.append((offsets[block.start], end, closer))
+
+    def fence_at(p: int) -> str | None:
+        for start, end, closer in inside:
+            if start < p < end:
+                return closer
+        return None
+
+    low = max(0, limit - max(1, min(600, limit // 4)))
+    head = markdown[: limit + 1]
+    for pattern in ("\n\n", "\n", " "):
+        p = head.rfind(pattern, low, limit + 1)
+        while p > low:
+            open_closer = fence_at(p)
+            if open_closer is None:
+                return markdown[:p].rstrip(), True
+            if pattern != " " and p + 1 + len(open_closer) <= limit:
+                return markdown[:p] + "\n" + open_closer, True
+            p = head.rfind(pattern, low, p)
+    last_closer = fence_at(low)
+    if last_closer is not None:
+        cut = max(0, min(low, limit - 1 - len(last_closer)))
+        return markdown[:cut] + "\n" + last_closer, True
+    return markdown[:low], True
+
+
 def _clamp(text: str, limit: int) -> str:
     """``text`` within ``limit`` characters, cut at a boundary and marked with "…"."""
     text = text.strip()
@@ -107,22 +146,15 @@ def _first_sentence(text: str) -> str:
 def _blocks(markdown: str) -> list[tuple[str, list[str]]]:
     """Top-level blocks as (kind, lines): "fence", "heading", "list" or "text"."""
     blocks: list[tuple[str, list[str]]] = []
-    fence: tuple[str, int] | None = None
+    fence: Fence | None = None
     for line in markdown.splitlines():
-        match = _FENCE.match(line)
         if fence is not None:
             blocks[-1][1].append(line)
-            stripped = line.strip()
-            if (
-                match
-                and stripped[0] == fence[0]
-                and len(match.group(1)) >= fence[1]
-                and not match.group(2)
-            ):
+            if fence.closed_by(line):
                 fence = None
             continue
-        if match:
-            fence = (match.group(1)[0], len(match.group(1)))
+        fence = open_fence(line)
+        if fence is not None:
             blocks.append(("fence", [line]))
             continue
         if not line.strip():
@@ -144,11 +176,11 @@ def _blocks(markdown: str) -> list[tuple[str, list[str]]]:
 def _lead(kind: str, lines: list[str], opening: bool) -> str:
     """What stands for a block in a skeleton."""
     if kind == "fence":
-        match = _FENCE.match(lines[0])
-        assert match is not None
-        fence = match.group(1)
+        opened = open_fence(lines[0])
+        assert opened is not None
+        fence = opened.char * opened.length
         # A whole (empty) fence naming its language: never an open one.
-        return f"{fence}{match.group(2)}\n…\n{fence}"
+        return f"{fence}{opened.language}\n…\n{fence}"
     if kind == "heading":
         return lines[0].strip()
     if kind == "text" and opening:

@@ -1,8 +1,10 @@
 """The `passages` answer: the best excerpts, each cited, quoting the sentences most
 relevant to the question. Used when no model is configured (or none answered).
 
-Every line it writes ends with a citation marker: there is no uncited sentence, not
-even an introduction. Pure Python (the browser's static mode writes the same answer).
+Every paragraph it writes ends with a citation marker: there is no uncited sentence, not
+even an introduction. It builds the element tree the widget draws directly (docs text is
+never read as Markdown, so it cannot make links) and serialises `markdown` from it.
+Pure Python (the browser's static mode writes the same answer).
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
+from .fences import fenced_blocks, open_fence
+from .markdown_tree import Node, code_block, element, to_markdown, trusted_inline
 from .tokenize import query_terms, tokenize
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
-_FENCE = re.compile(r"^(`{3,})[^\n]*\n.*?\n\1\s*$", re.S | re.M)
 MAX_SENTENCES = 2
 MAX_CODE_CHARS = 600
 MAX_SENTENCE_CHARS = 400
@@ -30,8 +33,15 @@ class Excerptable(Protocol):
 
 
 def _prose_and_code(text: str) -> tuple[list[str], list[str]]:
-    code = [m.group(0) for m in _FENCE.finditer(text)]
-    prose = _FENCE.sub("\n\n", text)
+    lines = text.split("\n")
+    code: list[str] = []
+    fenced: set[int] = set()
+    for found in fenced_blocks(lines):
+        if found.end is None:
+            continue
+        code.append("\n".join(lines[found.start : found.end + 1]))
+        fenced.update(range(found.start, found.end + 1))
+    prose = "\n".join("" if i in fenced else line for i, line in enumerate(lines))
     sentences: list[str] = []
     for block in re.split(r"\n\s*\n", prose):
         lines = [line.strip() for line in block.splitlines() if line.strip()]
@@ -70,17 +80,34 @@ def excerpt(question: str, text: str) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def passages_markdown(question: str, units: Sequence[Excerptable]) -> str:
-    """One cited excerpt per unit, numbered in order: ``**Title** — text [n]``."""
-    blocks = []
+def _fenced(part: str) -> bool:
+    return open_fence(part.split("\n", 1)[0]) is not None
+
+
+def _code_node(fenced: str) -> Node:
+    lines = fenced.split("\n")
+    opened = open_fence(lines[0])
+    return code_block("\n".join(lines[1:-1]), opened.language if opened else "")
+
+
+def passages_blocks(question: str, units: Sequence[Excerptable]) -> list[Node]:
+    """One cited excerpt per unit, numbered in order: **Title**: text [n], then its
+    code block, if any."""
+    blocks: list[Node] = []
     for n, unit in enumerate(units, start=1):
         body = excerpt(question, unit.text) or unit.text[:MAX_SENTENCE_CHARS]
         head, _, code = body.partition("\n\n")
-        lead = f"**{unit.title}**: {head}" if not head.startswith("```") else f"**{unit.title}**"
-        block = f"{lead} [{n}]"
-        if head.startswith("```"):
-            block += "\n\n" + head
-        if code:
-            block += "\n\n" + code
-        blocks.append(block)
-    return "\n\n".join(blocks)
+        is_code = _fenced(head)
+        lead: list[Node] = [element("strong", unit.title)]
+        if not is_code:
+            lead += [": ", *trusted_inline(" ".join(head.split()))]
+        blocks.append(element("p", *lead, " ", element("cite", n=n)))
+        for part in (head if is_code else "", code):
+            if part and _fenced(part):
+                blocks.append(_code_node(part))
+    return blocks
+
+
+def passages_markdown(question: str, units: Sequence[Excerptable]) -> str:
+    """The passages answer as Markdown (serialised from `passages_blocks`)."""
+    return to_markdown(passages_blocks(question, units))

@@ -25,9 +25,11 @@ from .bundle import Bundle, UnitRecord
 from .credentials import credential_reply, screen_request
 from .gate import GateParams, Signals, confidence, default_params, gate_score, margin
 from .lexical import ceiling_floor, idf, term_ceiling
+from .markdown_tree import to_markdown
 from .params import DEFAULT_PARAMS, RetrievalParams
-from .passages import passages_markdown
+from .passages import passages_blocks
 from .paths import page_key
+from .refusal import refusal_blocks
 from .social import match_social
 from .tokenize import query_terms
 from .types import COMPLETED_KINDS, AskRequest, Citation, HistoryItem, PageRef, Result
@@ -364,21 +366,22 @@ def opening_result(
 
 
 def refusal_result(site_name: str, closest: list[PageRef], common: Mapping[str, Any]) -> Result:
-    lines = [f"The {site_name} documentation does not seem to cover this, so I won't guess."]
-    if closest:
-        lines += ["", "These pages are the closest matches:", ""]
-        lines.extend(f"- [{p.title or p.url}]({p.url})" for p in closest)
-    return Result(kind="refusal", markdown="\n".join(lines), closest=closest, **common)
+    blocks = refusal_blocks(site_name, closest)
+    return Result(
+        kind="refusal", markdown=to_markdown(blocks), blocks=blocks, closest=closest, **common
+    )
 
 
 def passages_result(
     question: str, units: Sequence[UnitRecord], common: Mapping[str, Any]
 ) -> Result:
     """Above the gate with no model answer: the best excerpts, each cited."""
+    blocks = passages_blocks(question, units)
     citations = [Citation(n=i + 1, id=u.id, url=u.url, title=u.title) for i, u in enumerate(units)]
     return Result(
         kind="passages",
-        markdown=passages_markdown(question, units),
+        markdown=to_markdown(blocks),
+        blocks=blocks,
         citations=citations,
         **common,
     )

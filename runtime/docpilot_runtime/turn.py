@@ -33,6 +33,7 @@ from .retrieval import Site, new_turn_id, opening_result, passages_result, refus
 from .settings import Settings
 from .site_loader import HostedEmbedder, load_site
 from .types import AskRequest, Result
+from .validate import Piece
 
 log = logging.getLogger("docpilot.turn")
 
@@ -69,8 +70,11 @@ class Runtime:
     async def _answer(self, request: AskRequest, retrieval: Any, emit: EventSink) -> Answer | None:
         memory = render_memory(build_memory(request.history, request.quote))
 
-        async def delta(text: str) -> None:
-            await emit(Event("delta", {"text": text}))
+        async def delta(piece: Piece) -> None:
+            # Newly validated blocks (append text and tree), then the validated draft of
+            # the block still open (replaces the previous draft).
+            data = {"text": piece.markdown, "blocks": piece.blocks, "draft": piece.draft}
+            await emit(Event("delta", data))
 
         async def progress(stage: str, data: dict[str, Any]) -> None:
             await emit(Event("progress", {"stage": stage, **data}))
@@ -153,6 +157,7 @@ class Runtime:
                     return Result(
                         kind="answer",
                         markdown=answered.markdown,
+                        blocks=answered.blocks,
                         citations=answered.citations,
                         tentative=answered.tentative,
                         model_confidence=answered.model_confidence,

@@ -51,6 +51,15 @@ class Result:
     credential_kind: str | None = None
     usage: dict[str, Any] | None = None
     fallback_reason: FallbackReason | None = None
+    # The element tree the widget draws (markdown_tree); texts we or the owner wrote get
+    # theirs from `trusted_blocks` when the builder gave none.
+    blocks: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.blocks and self.markdown:
+            from .markdown_tree import trusted_blocks
+
+            self.blocks = trusted_blocks(self.markdown)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -108,6 +108,21 @@ def sse(*events: tuple[str, dict[str, Any]]) -> str:
     return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
 
 
+def crafted_blocks(markdown: str, citations: list[dict[str, Any]]) -> list[Any]:
+    """The tree a runtime would send for ``markdown``: the real validator's, with ``[n]``
+    naming the n-th citation and links kept to the example site's own pages."""
+    from docpilot_runtime.bundle import Page as BundlePage
+    from docpilot_runtime.validate import Source, validate_answer
+
+    emitted = {c["id"]: Source(c["id"], c["url"], c["title"]) for c in citations}
+    pages = [
+        BundlePage("/reference/cli/", "CLI", frozenset()),
+        BundlePage("/", "Home", frozenset()),
+    ]
+    validated = validate_answer(markdown, emitted, pages, answer_citations=list(emitted))
+    return validated.blocks or [{"t": "p", "c": [markdown]}]
+
+
 def result(**fields: Any) -> dict[str, Any]:
     """A result object (DESIGN.md) with defaults for every field not given."""
     base: dict[str, Any] = {
@@ -128,7 +143,10 @@ def result(**fields: Any) -> dict[str, Any]:
         "credential_kind": None,
         "usage": None,
     }
-    return {**base, **fields}
+    merged = {**base, **fields}
+    if "blocks" not in fields:
+        merged["blocks"] = crafted_blocks(merged["markdown"], merged["citations"])
+    return merged
 
 
 # (pause in seconds, event, data): a draft that streams in, then an answer that differs
@@ -136,8 +154,26 @@ def result(**fields: Any) -> dict[str, Any]:
 SLOW_STREAM: list[tuple[float, str, dict[str, Any]]] = [
     (0.0, "progress", {"stage": "retrieval", "message": "Found 2 results"}),
     (0.3, "progress", {"stage": "reading", "message": "Reading Plugin configuration"}),
-    (0.6, "delta", {"text": "Draft sentence one, "}),
-    (0.6, "delta", {"text": "draft sentence two [1]."}),
+    # The open paragraph as a validated draft, then settled (the text may differ).
+    (
+        0.6,
+        "delta",
+        {"text": "", "blocks": [], "draft": [{"t": "p", "c": ["Draft sentence one, "]}]},
+    ),
+    (
+        0.6,
+        "delta",
+        {
+            "text": "Draft sentence one, draft sentence two [1].",
+            "blocks": [
+                {
+                    "t": "p",
+                    "c": ["Draft sentence one, draft sentence two ", {"t": "cite", "n": 1}, "."],
+                }
+            ],
+            "draft": [],
+        },
+    ),
     (
         1.0,
         "answer",
@@ -161,7 +197,7 @@ def serve_answer(page: Page, answer: dict[str, Any], deltas: tuple[str, ...] = (
     is still recorded by `reader`)."""
     body = sse(
         ("progress", {"stage": "retrieval", "message": "Found 1 results"}),
-        *(("delta", {"text": d}) for d in deltas),
+        *(("delta", {"text": d, "blocks": [], "draft": [{"t": "p", "c": [d]}]}) for d in deltas),
         ("answer", answer),
     )
 

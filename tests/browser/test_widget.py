@@ -5,7 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from browsing import ANSWER_TIMEOUT_MS, Reader, result, serve_answer, with_widget_config
+from browsing import (
+    ANSWER_TIMEOUT_MS,
+    Reader,
+    crafted_blocks,
+    result,
+    serve_answer,
+    with_widget_config,
+)
 from playwright.sync_api import expect
 
 COVERED = "How do I exclude a page from the assistant?"
@@ -156,20 +163,32 @@ HOSTILE = "\n\n".join(
 )
 
 
+# A tree no validator would send (a compromised runtime): the widget still draws only
+# its own elements, text as text, and links only to http(s) and site paths.
+HOSTILE_TREE = [
+    {"t": "script", "c": ["window.__pwned=4"]},
+    {"t": "img", "src": "x", "onerror": "window.__pwned=5", "c": []},
+    {
+        "t": "p",
+        "onclick": "window.__pwned=6",
+        "c": ["<b>text</b>", {"t": "a", "href": "javascript:alert(15)", "c": ["js"]}],
+    },
+    {"t": "pre", "lang": 'x" onmouseover="alert(16)', "c": ["<i>code</i>"]},
+    {"t": "iframe", "c": [{"t": "p", "c": ["kept text"]}]},
+]
+HOSTILE_CITATIONS = [
+    {"n": 1, "id": "x", "url": "javascript:alert(11)", "title": "<img src=q onerror=alert(12)>"}
+]
+
+
 def test_hostile_markdown_in_an_answer_stays_inert(reader: Reader) -> None:
     page = reader.page
     serve_answer(
         page,
         result(
             markdown=HOSTILE,
-            citations=[
-                {
-                    "n": 1,
-                    "id": "x",
-                    "url": "javascript:alert(11)",
-                    "title": "<img src=q onerror=alert(12)>",
-                },
-            ],
+            blocks=[*crafted_blocks(HOSTILE, HOSTILE_CITATIONS), *HOSTILE_TREE],
+            citations=HOSTILE_CITATIONS,
             closest=[{"url": "javascript:alert(13)", "title": "<b>bold</b>"}],
         ),
         deltas=('Try <img src=x onerror="window.__pwned=3;alert(14)"> ', "streamed"),
@@ -188,10 +207,13 @@ def test_hostile_markdown_in_an_answer_stays_inert(reader: Reader) -> None:
     assert not [h for h in hrefs if h and not h.startswith(("http://", "#"))], hrefs
     # The hostile text is shown as text.
     expect(body).to_contain_text("<img src=x onerror=")
-    expect(body.locator("pre code")).to_have_text("<script>alert(7)</script>")
-    expect(body.locator("td a")).to_have_attribute(
+    expect(body.locator("pre code").first).to_have_text("<script>alert(7)</script>")
+    expect(body.locator("a", has_text="ok")).to_have_attribute(
         "href", re.compile(r"^http://127\.0\.0\.1:\d+/reference/cli/$")
     )
+    expect(body).to_contain_text("<b>text</b>")
+    expect(body).to_contain_text("kept text")
+    assert body.locator("pre[onmouseover], code[onmouseover], p[onclick]").count() == 0
     expect(page.locator(".dp-cites li")).to_have_text("<img src=q onerror=alert(12)>")
 
 

@@ -22,6 +22,7 @@ const CORE_TESTS = [
   "tests/test_memory.py",
   "tests/test_gate.py",
   "tests/test_tokenize.py",
+  "tests/test_markdown_tree.py",
   "tests/pyodide",
 ];
 

@@ -1,0 +1,141 @@
+"""The element tree the widget draws, its Markdown, and the one code-fence scanner."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from docpilot_runtime.credentials import CredentialMatch, credential_reply
+from docpilot_runtime.fences import fenced_blocks, open_fence
+from docpilot_runtime.markdown_tree import (
+    ALLOWED,
+    code_block,
+    element,
+    text_of,
+    to_markdown,
+    trusted_blocks,
+)
+from docpilot_runtime.passages import passages_blocks
+from docpilot_runtime.refusal import refusal_blocks
+from docpilot_runtime.social import DEFAULT_TEMPLATES
+from docpilot_runtime.types import PageRef, Result
+from markdown_it import MarkdownIt
+
+COMMONMARK = MarkdownIt("commonmark")
+
+
+def commonmark_text(markdown: str) -> str:
+    plain = re.sub(r"<[^>]*>", "", COMMONMARK.render(markdown))
+    for entity, ch in (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&amp;", "&")):
+        plain = plain.replace(entity, ch)
+    return re.sub(r"\s+", "", plain)
+
+
+def flat(blocks: list) -> str:  # type: ignore[type-arg]
+    return re.sub(r"\s+", "", text_of(blocks))
+
+
+def test_serialised_text_reads_back_as_the_tree_text() -> None:
+    blocks = [
+        element("h2", "1. Not a list # nor a heading"),
+        element(
+            "p",
+            "- no item\n+ no item\n= no underline\n3) no item ",
+            element("strong", "a*b_c"),
+            " <b>&amp; [x](y) `z` ~~~ \\",
+        ),
+        element(
+            "ul",
+            element("li", element("p", "item ", element("code", "a`b"), " ", element("cite", n=1))),
+            element("li", element("blockquote", element("p", "> quoted"))),
+        ),
+        element("ol", element("li", element("p", "two")), start=2),
+        code_block("```\nnested fence\n```", "python extra words"),
+        element(
+            "p",
+            element("a", "link [text]", href="/guide/#a b(c)"),
+            element("cite", n=2),
+            "(not a link)",
+        ),
+    ]
+    markdown = to_markdown(blocks)
+    assert commonmark_text(markdown) == flat(blocks)
+    rendered = COMMONMARK.render(markdown)
+    assert re.findall(r'href="([^"]*)"', rendered) == ["/guide/#a%20b(c)"]
+    assert '<ol start="2">' in rendered and 'class="language-python"' in rendered
+
+
+def test_only_allowed_elements_can_be_built() -> None:
+    with pytest.raises(ValueError, match="img"):
+        element("img")
+    assert {"p", "a", "pre", "cite"} <= ALLOWED and "script" not in ALLOWED
+
+
+@pytest.mark.parametrize("kind", ["openai_api_key", "password_assignment"])
+def test_credential_replies_read_as_commonmark_reads_them(kind: str) -> None:
+    markdown = credential_reply(CredentialMatch(kind=kind, label="OpenAI API key", start=0, end=1))
+    blocks = trusted_blocks(markdown)
+    assert flat(blocks) == commonmark_text(markdown)
+    assert any(isinstance(n, dict) and n["t"] == "strong" for b in blocks for n in b["c"])
+
+
+def test_social_templates_read_as_commonmark_reads_them() -> None:
+    for language, intents in DEFAULT_TEMPLATES.items():
+        for intent, template in intents.items():
+            markdown = template.replace("{site}", "My \\*Docs\\*")
+            assert flat(trusted_blocks(markdown)) == commonmark_text(markdown), (language, intent)
+
+
+def test_a_result_without_a_tree_gets_one_from_its_text() -> None:
+    result = Result(
+        turn_id="t", kind="social", markdown="Hi **there**.\n\nAsk away.", bundle_hash="h"
+    )
+    assert result.blocks == [
+        element("p", "Hi ", element("strong", "there"), "."),
+        element("p", "Ask away."),
+    ]
+    assert result.to_dict()["blocks"] == result.blocks
+
+
+def test_refusal_tree_links_only_the_bundle_pages() -> None:
+    blocks = refusal_blocks(
+        "My [Docs](https://evil.example)", [PageRef("/guide/", "Guide <b>[x](y)</b>")]
+    )
+    markdown = to_markdown(blocks)
+    assert re.findall(r'href="([^"]*)"', COMMONMARK.render(markdown)) == ["/guide/"]
+    assert commonmark_text(markdown) == flat(blocks)
+
+
+class Unit:
+    def __init__(self, uid: str, title: str, text: str) -> None:
+        self.id, self.title, self.text = uid, title, text
+
+
+def test_passages_tree_keeps_docs_text_as_text() -> None:
+    units = [
+        Unit(
+            "a",
+            "Install *it*",
+            "Run `pip install x` to install. See [here](https://evil.example).\n\n"
+            "```bash\npip install x\n```",
+        ),
+        Unit("b", "Limits", "Requests over 3 < 5 & co are refused."),
+    ]
+    blocks = passages_blocks("install limits", units)
+    markdown = to_markdown(blocks)
+    assert "href" not in COMMONMARK.render(markdown)
+    assert commonmark_text(markdown) == flat(blocks)
+    assert blocks[1] == {"t": "pre", "c": ["pip install x"], "lang": "bash"}
+    assert [
+        n for b in blocks for n in b.get("c", []) if isinstance(n, dict) and n["t"] == "cite"
+    ] == [{"t": "cite", "n": 1}, {"t": "cite", "n": 2}]
+
+
+def test_fence_scanner_follows_commonmark() -> None:
+    assert open_fence("   ```py title") is not None and open_fence("    ```") is None
+    assert open_fence("``` a`b") is None and open_fence("~~~ a`b") is not None
+    fence = open_fence("````")
+    assert fence is not None and not fence.closed_by("```") and fence.closed_by("`````  ")
+    lines = ["a", "```js", "x", "~~~", "```", "b", "~~~", "open"]
+    found = list(fenced_blocks(lines))
+    assert [(b.start, b.end, b.fence.language) for b in found] == [(1, 4, "js"), (6, None, "")]
