@@ -18,6 +18,7 @@ class DocPilotConfig(Config):  # type: ignore[no-untyped-call]
     cache_dir = c.Type(str, default=DEFAULT_CACHE_DIR)
     tools = c.ListOfItems(c.Type(dict), default=[])
     actions = c.ListOfItems(c.Type(dict), default=[])
+    llms_txt = c.Type(bool, default=True)  # site/llms.txt and site/llms-full.txt
 
     # The reader's widget. Everything here is published in every page: no secrets.
     widget = c.Type(bool, default=True)

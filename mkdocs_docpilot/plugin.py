@@ -33,6 +33,8 @@ from docpilot_runtime.widget import (
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
+from mkdocs.structure.files import Files
+from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
 from .config import DocPilotConfig
@@ -49,6 +51,17 @@ def _excluded_by_front_matter(page: Page) -> bool:
     return isinstance(value, dict) and bool(value.get("exclude"))
 
 
+def nav_outline(items: list[Any], section: str) -> list[tuple[str, str]]:
+    """(top-level nav section title, page url) in nav order, for llms.txt's H2 sections."""
+    out: list[tuple[str, str]] = []
+    for item in items:
+        if isinstance(item, Page) and item.file is not None:
+            out.append((section, page_url(item.file.dest_uri)))
+        elif isinstance(item, Section):
+            out.extend(nav_outline(item.children, section or str(item.title)))
+    return out
+
+
 class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-call]
     def __init__(self) -> None:
         self.pages: list[PageSource] = []
@@ -57,6 +70,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         self.widget_options = WidgetOptions(widget=False)
         self._embedder: Embedder | None = None
         self._embedder_key: object = None
+        self.nav: list[tuple[str, str]] = []
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         # Defining on_startup keeps this object alive across `mkdocs serve` rebuilds,
@@ -75,6 +89,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
             "site_url": config.site_url or "",
             "tools": self.config.tools,
             "actions": self.config.actions,
+            "llms_txt": self.config.llms_txt,
         }
         widget_values = {key: self.config[key] for key in WIDGET_KEYS}
         language = str(config.theme.get("language") or "")
@@ -92,6 +107,9 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self.pages = []
+
+    def on_nav(self, nav: Navigation, *, config: MkDocsConfig, files: Files) -> None:
+        self.nav = nav_outline(nav.items, "")
 
     def on_post_page(self, output: str, *, page: Page, config: MkDocsConfig) -> str | None:
         if not self.config.enabled:
@@ -125,7 +143,12 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         try:
             embedder = self._load_embedder(self.options)
             report = index_site(
-                config.site_dir, self.options, pages=pages, embedder=embedder, warn=log.warning
+                config.site_dir,
+                self.options,
+                pages=pages,
+                embedder=embedder,
+                warn=log.warning,
+                nav=self.nav,
             )
         except (BuildError, EmbedderError) as exc:
             raise PluginError(f"DocPilot: {exc}") from None

@@ -38,6 +38,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope
 
 from .disconnect import cancel_on_disconnect, cancel_once, unless_disconnected
+from .mcp_server import MCP_PATH, http_mount
 from .settings import Settings
 from .turn import Event, EventSink, Runtime, load_runtime
 from .types import AskRequest, RequestError, Result, parse_ask_request
@@ -368,10 +369,11 @@ def build_app(runtime: Runtime, site_dir: str | os.PathLike[str]) -> Starlette:
     ]
     # /api is its own mount so an unknown API path is a 404 and a wrong method a 405
     # there, instead of falling through to the static files.
-    routes = [
-        Mount("/api", routes=api),
-        Mount("/", app=SiteFiles(directory=Path(site_dir), html=True), name="site"),
-    ]
+    routes: list[Route | Mount] = [Mount("/api", routes=api)]
+    mcp = http_mount(runtime)  # None (and said so at start-up) without the mcp extra
+    if mcp is not None:
+        routes.append(Route(MCP_PATH, endpoint=mcp.app, methods=["GET", "POST", "DELETE"]))
+    routes.append(Mount("/", app=SiteFiles(directory=Path(site_dir), html=True), name="site"))
     # No origins configured: no CORS headers at all, so browsers keep it same-origin.
     middleware = [
         Middleware(
@@ -384,7 +386,8 @@ def build_app(runtime: Runtime, site_dir: str | os.PathLike[str]) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        yield
+        async with mcp.lifespan() if mcp is not None else contextlib.nullcontext():
+            yield
         await runtime.aclose()  # the providers' connection pools
 
     app = Starlette(

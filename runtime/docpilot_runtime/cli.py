@@ -155,6 +155,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import run_stdio
+
+    run_stdio(args.site_dir, _settings(args), args.max_calls)
+    return 0
+
+
 def cmd_fetch_browser_runtime(args: argparse.Namespace) -> int:
     fetch_browser_runtime(args.dest, log=print)
     return 0
@@ -188,6 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--page", help="the page the reader is on, e.g. /guide/setup/")
     ask.add_argument("--config", help="runtime settings file (TOML)")
     ask.set_defaults(run=cmd_ask)
+
+    mcp = verbs.add_parser("mcp", help="serve the site's tools to coding agents over MCP (stdio)")
+    mcp.add_argument("site_dir", help="the built site, with its docpilot/ bundle")
+    mcp.add_argument("--config", help="runtime settings file (TOML); providers enable `ask`")
+    mcp.add_argument(
+        "--max-calls", type=int, default=120, help="tool calls allowed per minute (default 120)"
+    )
+    mcp.set_defaults(run=cmd_mcp)
 
     fetch = verbs.add_parser(
         "fetch-browser-runtime",
