@@ -18,9 +18,12 @@ from typing import Any
 
 import anyio
 import pytest
+from docpilot_runtime.turn import load_runtime
+from docpilot_runtime.types import AskRequest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from servers.openai_chat import OpenAIChatServer, answer_reply
 from servers.runtime import RunningServer
 from servers.runtime import example_server as example_server  # session fixture
 
@@ -293,3 +296,41 @@ def test_the_per_session_cap_turns_the_next_call_into_an_error(
     _stdio(example_site, tmp_path / "stderr.txt", "--max-calls", "2")(body)
     assert [error for error, _data, _text in seen] == [False, False, True]
     assert "rate cap" in seen[2][1]["error"]
+
+
+def test_with_a_provider_ask_returns_the_validated_answer_with_section_urls(
+    example_site: Path, tmp_path: Path
+) -> None:
+    primed = load_runtime(example_site).site_for(None).retrieve(AskRequest(COVERED))
+    cited = primed.answer_units()[0]
+    config = tmp_path / "docpilot.toml"
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        await session.initialize()
+        seen["tools"] = {t.name for t in (await session.list_tools()).tools}
+        seen["ask"] = await _call(session, "ask", {"question": COVERED})
+        seen["credential"] = await _call(session, "ask", {"question": CREDENTIAL})
+
+    with OpenAIChatServer() as server:
+        server.script(
+            answer_reply(
+                markdown=f"Exclude it in its front matter [[{cited.id}]]. Invented [[/nope/#x]].",
+                citations=[cited.id, "/nope/#x"],
+                confidence=90,
+            )
+        )
+        config.write_text(
+            f'[[providers]]\nkind = "openai"\nbase_url = "{server.base_url}"\nmodel = "test-model"\n',
+            encoding="utf-8",
+        )
+        _stdio(example_site, tmp_path / "stderr.txt", "--config", str(config))(body)
+        assert len(server.requests) == 1  # the credential never reached the provider
+    assert seen["tools"] == {*EXPECTED_TOOLS, "ask"}
+    error, data, _text = seen["ask"]
+    assert not error and data["kind"] == "answer"
+    assert data["markdown"] == "Exclude it in its front matter [1]. Invented."
+    assert [c["id"] for c in data["citations"]] == [cited.id]
+    assert _anchor_exists(example_site, data["citations"][0]["url"])
+    error, data, _text = seen["credential"]
+    assert error and data["error"].startswith("refused")
