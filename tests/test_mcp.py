@@ -10,6 +10,7 @@ import logging
 import random
 import re
 import string
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -334,3 +335,15 @@ def test_with_a_provider_ask_returns_the_validated_answer_with_section_urls(
     assert _anchor_exists(example_site, data["citations"][0]["url"])
     error, data, _text = seen["credential"]
     assert error and data["error"].startswith("refused")
+
+
+def test_mcp_without_a_bundle_exits_2_naming_the_file(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*_docpilot(), "mcp", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert str(tmp_path / "docpilot" / "bundle.msgpack") in done.stderr
+    assert done.stdout == ""  # stdout is the protocol's: nothing else goes there

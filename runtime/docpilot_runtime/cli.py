@@ -156,8 +156,14 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from .mcp_server import run_stdio
+    from .mcp_server import HINT, mcp_installed, run_stdio
 
+    if not mcp_installed():
+        print(f"docpilot: error: `docpilot mcp` needs the mcp extra: {HINT}", file=sys.stderr)
+        return 2
+    if args.max_calls < 1:
+        print("docpilot: error: --max-calls must be at least 1", file=sys.stderr)
+        return 2
     run_stdio(args.site_dir, _settings(args), args.max_calls)
     return 0
 
