@@ -19,6 +19,7 @@ class DocPilotConfig(Config):  # type: ignore[no-untyped-call]
     tools = c.ListOfItems(c.Type(dict), default=[])
     actions = c.ListOfItems(c.Type(dict), default=[])
     llms_txt = c.Type(bool, default=True)  # site/llms.txt and site/llms-full.txt
+    markdown_pages = c.Type(bool, default=False)  # index.md beside each page's HTML
 
     # The reader's widget. Everything here is published in every page: no secrets.
     widget = c.Type(bool, default=True)

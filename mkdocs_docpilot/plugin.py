@@ -90,6 +90,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
             "tools": self.config.tools,
             "actions": self.config.actions,
             "llms_txt": self.config.llms_txt,
+            "markdown_pages": self.config.markdown_pages,
         }
         widget_values = {key: self.config[key] for key in WIDGET_KEYS}
         language = str(config.theme.get("language") or "")

@@ -165,3 +165,25 @@ def test_the_settings_file_index_table_takes_llms_txt(tmp_path: Path) -> None:
 def test_material_corpus_llms_txt_links_all_resolve(material_site: Path) -> None:
     outline, _full = _check_site(material_site)
     assert outline.startswith("# Material for MkDocs\n")
+
+
+def test_markdown_pages_writes_a_clean_copy_beside_each_indexed_page(
+    make_site: SiteFactory,
+) -> None:
+    config = make_site(
+        {
+            "index.md": "# Home\n\nWelcome.\n",
+            "guide.md": "# Guide\n\nIntro text.\n\n## Install\n\nRun:\n\n```bash\npip install it\n```\n\n### Offline\n\nCopy the wheel.\n",
+            "secret.md": "---\ndocpilot:\n  exclude: true\n---\n# Secret\n\nHidden.\n",
+        },
+        plugin={"markdown_pages": True},
+    )
+    mkdocs_build(config)
+    site = config.parent / "site"
+    guide = (site / "guide" / "index.md").read_text(encoding="utf-8")
+    assert guide == (
+        "# Guide\n\nIntro text.\n\n## Install\n\nRun:\n\n```bash\npip install it\n```\n\n"
+        "### Offline\n\nCopy the wheel.\n"
+    )
+    assert (site / "index.md").read_text(encoding="utf-8") == "# Home\n\nWelcome.\n"
+    assert (site / "secret" / "index.html").exists() and not (site / "secret" / "index.md").exists()

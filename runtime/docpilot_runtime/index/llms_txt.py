@@ -149,20 +149,55 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
+def page_markdown_path(url: str) -> str | None:
+    """Where a page's Markdown copy goes, beside its HTML: ``/a/`` -> ``a/index.md``."""
+    if url.endswith("/"):
+        return url.lstrip("/") + "index.md"
+    if url.endswith(".html"):
+        return url.lstrip("/")[: -len(".html")] + ".md"
+    return None
+
+
+def render_page_markdown(bundle: Bundle, page: int) -> str:
+    """One page as clean Markdown from its units: its title, then each section under a
+    heading one level below its parents (the units' text is Markdown already)."""
+    title = bundle.pages[page].title or bundle.pages[page].url
+    out = [f"# {title}", ""]
+    previous = ""
+    for unit in bundle.units:
+        if unit.page != page:
+            continue
+        if unit.breadcrumb and unit.url != previous:
+            out += [f"{'#' * min(len(unit.breadcrumb) + 1, 6)} {unit.title}", ""]
+        previous = unit.url
+        out += [unit.text, ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
 def write_agent_files(
     site_dir: str | Path,
     options: IndexOptions,
     nav: Sequence[NavEntry] = (),
     warn: Callable[[str], None] | None = None,
 ) -> list[Path]:
-    """Write ``llms.txt`` and ``llms-full.txt`` beside the site's bundle (when the
-    ``llms_txt`` option is on); returns the files written. A file we did not write
-    ourselves is left alone, with one info line; a file that cannot be written is a
-    warning, since the bundle itself is already in place."""
-    if not options.llms_txt:
+    """Write ``llms.txt`` and ``llms-full.txt`` beside the site's bundle (option
+    ``llms_txt``) and each indexed page's ``index.md`` (option ``markdown_pages``);
+    returns the files written. A file we did not write ourselves is left alone, with
+    one info line; a file that cannot be written is a warning, since the bundle itself
+    is already in place."""
+    if not (options.llms_txt or options.markdown_pages):
         return []
     site = Path(site_dir)
-    files = render_agent_files(load_bundle(site), options.site_name, options.site_url, nav)
+    bundle = load_bundle(site)
+    wanted: list[tuple[str, str]] = []
+    if options.llms_txt:
+        files = render_agent_files(bundle, options.site_name, options.site_url, nav)
+        wanted += [(LLMS_TXT, files.llms_txt), (LLMS_FULL_TXT, files.llms_full_txt)]
+    if options.markdown_pages:
+        for index in sorted({u.page for u in bundle.units}):
+            rel = page_markdown_path(bundle.pages[index].url)
+            if rel is not None:
+                wanted.append((rel, render_page_markdown(bundle, index)))
     record_path = site / BUNDLE_DIR / RECORD_NAME
     try:
         record = json.loads(record_path.read_text(encoding="utf-8"))
@@ -170,7 +205,7 @@ def write_agent_files(
         record = {}
     record = record if isinstance(record, dict) else {}
     written: list[Path] = []
-    for name, text in ((LLMS_TXT, files.llms_txt), (LLMS_FULL_TXT, files.llms_full_txt)):
+    for name, text in wanted:
         target = site / name
         found = _sha256(target)
         if found is not None and record.get(name) != found:
@@ -184,6 +219,7 @@ def write_agent_files(
         digest = hashlib.sha256(payload).hexdigest()
         try:
             if found != digest:
+                target.parent.mkdir(parents=True, exist_ok=True)
                 write_atomic(target, payload)
         except OSError as exc:
             (warn or log.warning)(f"cannot write {target} ({exc.strerror}); it is left out")

@@ -29,6 +29,7 @@ class IndexOptions:
     tools: tuple[Mapping[str, Any], ...] = ()
     actions: tuple[Mapping[str, Any], ...] = ()
     llms_txt: bool = True  # write site/llms.txt and site/llms-full.txt (index/llms_txt.py)
+    markdown_pages: bool = False  # and a Markdown copy of each indexed page (index.md)
 
 
 def embedder_spec(value: Any, where: str) -> EmbedderSpec:
@@ -67,8 +68,9 @@ def index_options(values: Mapping[str, Any], where: str) -> IndexOptions:
     cap = kwargs.get("max_section_chars", DEFAULT_MAX_SECTION_CHARS)
     if not isinstance(cap, int) or cap < 200:
         raise OptionsError(f"{where}: 'max_section_chars' must be an integer >= 200, got {cap!r}")
-    if not isinstance(kwargs.get("llms_txt", True), bool):
-        raise OptionsError(f"{where}: 'llms_txt' must be true or false, got {kwargs['llms_txt']!r}")
+    for key in ("llms_txt", "markdown_pages"):
+        if not isinstance(kwargs.get(key, False), bool):
+            raise OptionsError(f"{where}: {key!r} must be true or false, got {kwargs[key]!r}")
     for key in ("exclude", "tools", "actions"):
         if key in kwargs:
             if not isinstance(kwargs[key], list | tuple):
