@@ -13,6 +13,8 @@ from urllib.parse import unquote
 import pytest
 from corpora import SiteFactory, mkdocs_build
 from docpilot_runtime.bundle import load_bundle
+from docpilot_runtime.embedders import EmbedderSpec
+from docpilot_runtime.index.build import index_site
 from docpilot_runtime.index.llms_txt import render_agent_files, write_agent_files
 from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.settings import SettingsError, load_settings
@@ -187,3 +189,22 @@ def test_markdown_pages_writes_a_clean_copy_beside_each_indexed_page(
     )
     assert (site / "index.md").read_text(encoding="utf-8") == "# Home\n\nWelcome.\n"
     assert (site / "secret" / "index.html").exists() and not (site / "secret" / "index.md").exists()
+
+
+def test_docpilot_index_writes_them_on_a_full_build_and_on_an_unchanged_rebuild(
+    example_site: Path, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(example_site, site)
+    for name in ("llms.txt", "llms-full.txt"):
+        (site / name).unlink()
+    options = IndexOptions(
+        embedder=EmbedderSpec(name="none"), cache_dir=str(tmp_path / "cache"), site_name="DocPilot"
+    )
+    index_site(site, options)
+    first = (site / "llms.txt").read_bytes(), (site / "llms-full.txt").read_bytes()
+    (site / "llms.txt").unlink()  # as a clean MkDocs build would have removed it
+    report = index_site(site, options)
+    assert report.cached == report.units  # the unchanged rebuild restored the last bundle
+    assert ((site / "llms.txt").read_bytes(), (site / "llms-full.txt").read_bytes()) == first
+    _check_site(site)
