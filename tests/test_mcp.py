@@ -51,6 +51,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "credential_in_id": ("fetch_section", {"id": f"/security/#x aws_secret_access_key={SECRET}"}),
     "pages": ("list_pages", {}),
     "scoped": ("search_docs", {"query": COVERED, "scope": "/internal/"}),
+    "unknown": ("read_file", {"path": "/etc/passwd"}),
 }
 
 
@@ -235,6 +236,15 @@ def test_an_argument_it_does_not_take_is_an_error_naming_it(
     recorded, _log = request.getfixturevalue(transport)
     error, data, _text = recorded.results["scoped"]
     assert error and "'scope'" in data["error"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_tool_it_does_not_have_is_an_error_listing_the_tools(
+    transport: str, request: pytest.FixtureRequest
+) -> None:
+    recorded, _log = request.getfixturevalue(transport)
+    error, data, _text = recorded.results["unknown"]
+    assert error and "no tool" in data["error"] and "search_docs" in data["error"]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -153,9 +153,20 @@ class DocsTools:
         return {name for name, _text, _schema in self.specs()}
 
     async def _call(self, name: str, args: dict[str, Any], client: str) -> ToolReply:
+        # The credential check comes first, on every string the call carries, so nothing
+        # below (errors included) can echo a secret.
+        for key, value in args.items():
+            for text in (key, value):
+                found = find_credential(text) if isinstance(text, str) else None
+                if found is not None:
+                    return ToolReply.failure(
+                        f"refused: an argument carries what looks like a {found.label}. Nothing "
+                        "was searched or recorded. Treat the secret as exposed and rotate it.",
+                        credential_kind=found.kind,
+                    )
         specs = {n: schema for n, _text, schema in self.specs()}
         if name not in specs:
-            return ToolReply.failure(f"there is no tool named {name!r}; tools: {sorted(specs)}")
+            return ToolReply.failure(f"there is no tool by that name; tools: {sorted(specs)}")
         allowed = specs[name]["properties"]
         unexpected = sorted(set(args) - set(allowed))
         if unexpected:
@@ -164,14 +175,6 @@ class DocsTools:
         for key in allowed:
             if not isinstance(args.get(key), str):
                 return ToolReply.failure(f"{name} needs {key!r} as a string")
-        for key, value in args.items():
-            found = find_credential(value)
-            if found is not None:
-                return ToolReply.failure(
-                    f"refused: {key!r} carries what looks like a {found.label}. Nothing was "
-                    "searched or recorded. Treat the secret as exposed and rotate it.",
-                    credential_kind=found.kind,
-                )
         if not self.limit(client):
             return ToolReply.failure("rate cap reached for this client; try again in a minute")
         limit = self.runtime.settings.limits.max_question_chars
