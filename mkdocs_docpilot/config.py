@@ -29,6 +29,8 @@ class DocPilotConfig(Config):  # type: ignore[no-untyped-call]
     cache_dir = c.Type(str, default=_default("cache_dir"))
     tools = c.ListOfItems(c.Type(dict), default=_default("tools"))
     actions = c.ListOfItems(c.Type(dict), default=_default("actions"))
+    llms_txt = c.Type(bool, default=_default("llms_txt"))
+    markdown_pages = c.Type(bool, default=_default("markdown_pages"))
 
     # The reader's widget. Everything here is published in every page: no secrets.
     widget = c.Type(bool, default=_default("widget"))

@@ -28,6 +28,8 @@ from docpilot_runtime.widget import WidgetOptions, inject, script_src, widget_co
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
+from mkdocs.structure.files import Files
+from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
 from .config import DocPilotConfig
@@ -44,6 +46,17 @@ def _excluded_by_front_matter(page: Page) -> bool:
     return isinstance(value, dict) and bool(value.get("exclude"))
 
 
+def nav_outline(items: list[Any], section: str) -> list[tuple[str, str]]:
+    """(top-level nav section title, page url) in nav order, for llms.txt's H2 sections."""
+    out: list[tuple[str, str]] = []
+    for item in items:
+        if isinstance(item, Page) and item.file is not None:
+            out.append((section, page_url(item.file.dest_uri)))
+        elif isinstance(item, Section):
+            out.extend(nav_outline(item.children, section or str(item.title)))
+    return out
+
+
 class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-call]
     def __init__(self) -> None:
         self.pages: list[PageSource] = []
@@ -52,6 +65,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         self.widget_options = WidgetOptions(widget=False)
         self._embedder: Embedder | None = None
         self._embedder_key: object = None
+        self.nav: list[tuple[str, str]] = []
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         # Defining on_startup keeps this object alive across `mkdocs serve` rebuilds,
@@ -84,6 +98,9 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self.pages = []
+
+    def on_nav(self, nav: Navigation, *, config: MkDocsConfig, files: Files) -> None:
+        self.nav = nav_outline(nav.items, "")
 
     def on_post_page(self, output: str, *, page: Page, config: MkDocsConfig) -> str | None:
         if not self.config.enabled:
@@ -123,6 +140,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
                 tag_pages=False,  # on_post_page tagged each page as MkDocs wrote it
                 warn=log.warning,
                 log=log.info,
+                nav=self.nav,
             )
         except (BuildError, EmbedderError, BrowserRuntimeError) as exc:
             # Without Pyodide the widget sends nothing (it cannot check for secrets).

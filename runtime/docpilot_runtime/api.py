@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .index.build import BuildReport, PageSource, collect_pages, index_site
+from .index.llms_txt import NavEntry
 from .index.options import IndexOptions
 from .settings import Settings
 from .types import Result, parse_ask_request
@@ -67,11 +68,13 @@ def index_built_site(
     tag_pages: bool = True,
     warn: Log | None = None,
     log: Log = lambda _message: None,
+    nav: Sequence[NavEntry] = (),
 ) -> IndexResult:
     """Write the bundle for an already built site and install the reader's widget.
 
     ``pages`` defaults to every HTML file under ``site_dir``; they are indexed in URL
-    order whoever lists them. With ``tag_pages`` the
+    order whoever lists them (``nav``, the site's navigation as (url, title) pairs, orders
+    ``llms.txt``). With ``tag_pages`` the
     widget's tags are added to every page here; the plugin passes False because it adds
     them while MkDocs writes each page. Raises BuildError, EmbedderError or
     BrowserRuntimeError naming what is wrong.
@@ -81,7 +84,7 @@ def index_built_site(
     widget = widget or WidgetOptions()
     # One order for every caller, so the plugin and `docpilot index` write the same bytes.
     all_pages = sorted(collect_pages(site) if pages is None else pages, key=lambda p: p.url)
-    report = index_site(site, options, pages=all_pages, embedder=embedder, warn=warn)
+    report = index_site(site, options, pages=all_pages, embedder=embedder, warn=warn, nav=nav)
     if not widget.widget:
         return IndexResult(report, widget=False)
     tagged = None

@@ -44,6 +44,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .caps import Caps, MemoryCaps, client_address
 from .disconnect import cancel_on_disconnect, cancel_once, unless_disconnected
+from .mcp_server import MCP_PATH, http_mount
 from .records import FeedbackRecord, Recorder
 from .security_headers import SecurityHeaders
 from .settings import Settings
@@ -528,10 +529,11 @@ def build_app(
     ]
     # /api is its own mount so an unknown API path is a 404 and a wrong method a 405
     # there, instead of falling through to the static files.
-    routes = [
-        Mount("/api", routes=api),
-        Mount("/", app=SiteFiles(directory=Path(site_dir), html=True), name="site"),
-    ]
+    routes: list[Route | Mount] = [Mount("/api", routes=api)]
+    mcp = http_mount(runtime)  # None (and said so at start-up) without the mcp extra
+    if mcp is not None:
+        routes.append(Route(MCP_PATH, endpoint=mcp.app, methods=["GET", "POST", "DELETE"]))
+    routes.append(Mount("/", app=SiteFiles(directory=Path(site_dir), html=True), name="site"))
     # No origins configured: no CORS headers at all, so browsers keep it same-origin.
     middleware = [
         # Headers outermost, so the 500 of JSONServerErrors carries them too.
@@ -551,7 +553,8 @@ def build_app(
             base = Path(settings.source).parent if settings.source else None
             runtime.recorder = Recorder(settings.records, base)
             await runtime.recorder.start()
-        yield
+        async with mcp.lifespan() if mcp is not None else contextlib.nullcontext():
+            yield
         if runtime.recorder is not None:
             await runtime.recorder.aclose()
             runtime.recorder = None

@@ -176,6 +176,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import HINT, mcp_installed, run_stdio
+
+    if not mcp_installed():
+        print(f"docpilot: error: `docpilot mcp` needs the mcp extra: {HINT}", file=sys.stderr)
+        return 2
+    if args.max_calls < 1:
+        print("docpilot: error: --max-calls must be at least 1", file=sys.stderr)
+        return 2
+    run_stdio(args.site_dir, _settings(args), args.max_calls)
+    return 0
+
+
 def cmd_fetch_browser_runtime(args: argparse.Namespace) -> int:
     fetch_browser_runtime(args.dest, log=print)
     return 0
@@ -233,6 +246,15 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", default="docpilot-report", help="output folder")
     report.add_argument("--config", help="runtime settings file (TOML); its [records] applies")
     report.set_defaults(run=cmd_report)
+
+
+    mcp = verbs.add_parser("mcp", help="serve the site's tools to coding agents over MCP (stdio)")
+    mcp.add_argument("site_dir", help="the built site, with its docpilot/ bundle")
+    mcp.add_argument("--config", help="runtime settings file (TOML); providers enable `ask`")
+    mcp.add_argument(
+        "--max-calls", type=int, default=120, help="tool calls allowed per minute (default 120)"
+    )
+    mcp.set_defaults(run=cmd_mcp)
 
     fetch = verbs.add_parser(
         "fetch-browser-runtime",

@@ -127,6 +127,8 @@ INDEX_BUILD = Table(
         Key("cache_dir", "str", ".cache/docpilot", "where embeddings are cached, relative to `mkdocs.yml` (plugin) or the current directory (`docpilot index`)", type_doc="path"),
         Key("tools", "tables", (), "site tools the model may call"),
         Key("actions", "tables", (), "actions the model may offer the reader"),
+        Key("llms_txt", "bool", True, "write `llms.txt` (an outline of pages and sections) and `llms-full.txt` (every section's text) at the site root, unless another file is there"),
+        Key("markdown_pages", "bool", False, "also write a clean Markdown copy of each indexed page beside its HTML (`index.md`)"),
     ),
 )
 

@@ -43,6 +43,7 @@ from ..lexical import LexicalDoc, build_lexical
 from .cache import EmbeddingCache, cache_key
 from .calibrate import calibrate_gate
 from .html_sections import PageError, parse_page
+from .llms_txt import NavEntry, write_agent_files
 from .options import IndexOptions
 from .site_name import site_name_from_pages
 from .units import Unit, page_units
@@ -239,6 +240,7 @@ def index_site(
     pages: Sequence[PageSource] | None = None,
     embedder: Embedder | None = None,
     warn: Callable[[str], None] | None = None,
+    nav: Sequence[NavEntry] = (),
 ) -> BuildReport:
     """Index a built site and write its bundle. Raises BuildError, writing nothing.
 
@@ -276,6 +278,7 @@ def index_site(
     key = _build_key(options, embedder, sources, contents)
     last = LastBuild(Path(options.cache_dir) / LAST_BUILD_NAME)
     if last.restore(key, report, _warn):
+        write_agent_files(site, options, nav, _warn)
         report.index_seconds = report.seconds = time.perf_counter() - started
         return report
     page_rows: list[Page] = []
@@ -372,5 +375,6 @@ def index_site(
         raise BuildError(f"cannot write {report.path}: {exc.strerror}") from None
     report.bundle_bytes = len(payload)
     last.save(key, payload, report)
+    write_agent_files(site, options, nav, _warn)
     report.seconds = time.perf_counter() - started
     return report

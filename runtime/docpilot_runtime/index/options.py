@@ -33,6 +33,8 @@ class IndexOptions:
     site_url: str = ""
     tools: tuple[Mapping[str, Any], ...] = ()
     actions: tuple[Mapping[str, Any], ...] = ()
+    llms_txt: bool = True  # write site/llms.txt and site/llms-full.txt (index/llms_txt.py)
+    markdown_pages: bool = False  # and a Markdown copy of each indexed page (index.md)
 
 
 def embedder_spec(value: Any, where: str) -> EmbedderSpec:

@@ -1,0 +1,359 @@
+"""The MCP server with the official MCP Python client: over real stdio (`docpilot mcp
+SITE_DIR` spawned as a subprocess by the SDK's stdio client) and over streamable HTTP
+against the runtime served by a real uvicorn (`/mcp`). Each transport runs one client
+session per scenario set; the tests read what it recorded."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import string
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from docpilot_runtime.turn import load_runtime
+from docpilot_runtime.types import AskRequest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from servers.openai_chat import OpenAIChatServer, answer_reply
+from servers.runtime import RunningServer
+from servers.runtime import example_server as example_server  # session fixture
+
+
+def _aws_pair(seed: int) -> tuple[str, str]:
+    """An AWS-style key id and secret no vendor published (seeded: failures reproduce)."""
+    rng = random.Random(seed)
+    key_id = "AKIA" + "".join(rng.choices(string.ascii_uppercase + string.digits, k=16))
+    return key_id, "".join(rng.choices(string.ascii_letters + string.digits + "+/", k=40))
+
+
+KEY_ID, SECRET = _aws_pair(1414)
+
+COVERED = "How do I exclude a page from the assistant?"
+UNCOVERED = "What is the best recipe for sourdough bread?"
+CREDENTIAL = f"deploy fails with aws_access_key_id = {KEY_ID} aws_secret_access_key = {SECRET}"
+INVENTED_ID = "/no-such-page/#nothing-here"
+EXPECTED_TOOLS = {"search_docs", "fetch_section", "expand_section", "list_pages"}
+SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
+    "covered": ("search_docs", {"query": COVERED}),
+    "uncovered": ("search_docs", {"query": UNCOVERED}),
+    "invented": ("fetch_section", {"id": INVENTED_ID}),
+    "credential": ("search_docs", {"query": CREDENTIAL}),
+    "credential_in_id": ("fetch_section", {"id": f"/security/#x aws_secret_access_key={SECRET}"}),
+    "pages": ("list_pages", {}),
+    "scoped": ("search_docs", {"query": COVERED, "scope": "/internal/"}),
+    "unknown": ("read_file", {"path": "/etc/passwd"}),
+}
+
+
+@dataclass
+class Recorded:
+    """What one client session saw: the tool names and each scenario's result."""
+
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    results: dict[str, tuple[bool, dict[str, Any], str]] = field(default_factory=dict)
+
+
+async def _call(
+    session: ClientSession, name: str, args: dict[str, Any]
+) -> tuple[bool, dict[str, Any], str]:
+    result = await session.call_tool(name, args)
+    text = "".join(getattr(c, "text", "") for c in result.content)
+    return bool(result.is_error), dict(result.structured_content or {}), text
+
+
+async def _run_scenarios(session: ClientSession, recorded: Recorded) -> None:
+    await session.initialize()
+    listed = await session.list_tools()
+    recorded.tools = {t.name: dict(t.input_schema) for t in listed.tools}
+    for key, (name, args) in SCENARIOS.items():
+        recorded.results[key] = await _call(session, name, args)
+    _ok, covered, _text = recorded.results["covered"]
+    first = covered["sections"][0]["id"]
+    recorded.results["fetch"] = await _call(session, "fetch_section", {"id": first})
+    recorded.results["expand"] = await _call(
+        session, "expand_section", {"id": first, "direction": "after"}
+    )
+
+
+def _docpilot() -> list[str]:
+    script = Path(sys.executable).with_name("docpilot")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "docpilot_runtime.cli"]
+
+
+def _stdio(
+    site: Path, errlog: Path, *extra: str, verbose: bool = False
+) -> Callable[[Callable[[ClientSession], Awaitable[None]]], None]:
+    command, *args = _docpilot()
+
+    def run(body: Callable[[ClientSession], Awaitable[None]]) -> None:
+        async def main() -> None:
+            params = StdioServerParameters(
+                command=command,
+                args=[*args, *(["-v"] if verbose else []), "mcp", str(site), *extra],
+            )
+            with errlog.open("w", encoding="utf-8") as err:
+                async with (
+                    stdio_client(params, errlog=err) as (read, write),
+                    ClientSession(read, write) as session,
+                ):
+                    await body(session)
+
+        anyio.run(main)
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def stdio_run(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Recorded, str]:
+    errlog = tmp_path_factory.mktemp("mcp") / "stderr.txt"
+    recorded = Recorded()
+
+    async def body(session: ClientSession) -> None:
+        await _run_scenarios(session, recorded)
+
+    _stdio(example_site, errlog, verbose=True)(body)
+    return recorded, errlog.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def http_run(example_server: RunningServer) -> tuple[Recorded, str]:
+    recorded = Recorded()
+    handler = _ListHandler()
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+
+        async def main() -> None:
+            async with (
+                streamable_http_client(example_server.base_url + "/mcp") as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await _run_scenarios(session, recorded)
+
+        anyio.run(main)
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+    return recorded, "\n".join(handler.lines)
+
+
+# The test's own client side runs in this process too: its debug lines quote what it sends.
+CLIENT_LOGGERS = ("mcp.client", "httpx", "httpcore", "httpx2", "httpcore2")
+
+
+class _ListHandler(logging.Handler):
+    """Every record the server side logs while the HTTP session runs, formatted."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith(CLIENT_LOGGERS):
+            return
+        self.lines.append(f"{record.name} {record.getMessage()} {record.args!r}")
+
+
+TRANSPORTS = ["stdio_run", "http_run"]
+
+
+def _anchor_exists(site: Path, url: str) -> bool:
+    path, _, anchor = url.partition("#")
+    html = (site / path.lstrip("/") / "index.html").read_text(encoding="utf-8")
+    return not anchor or re.search(rf'\bid="{re.escape(anchor)}"', html) is not None
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_tools_are_listed_and_none_takes_a_path_or_a_scope(
+    transport: str, request: pytest.FixtureRequest
+) -> None:
+    recorded, _log = request.getfixturevalue(transport)
+    assert set(recorded.tools) == EXPECTED_TOOLS  # no providers configured: no `ask`
+    for schema in recorded.tools.values():
+        assert not {"path", "scope", "page", "url"} & set(schema["properties"])
+        assert schema["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_covered_query_returns_sections_citing_real_section_urls(
+    transport: str, request: pytest.FixtureRequest, example_site: Path
+) -> None:
+    recorded, _log = request.getfixturevalue(transport)
+    error, data, text = recorded.results["covered"]
+    assert not error and data["covered"] is True
+    assert data["confidence"] >= 50
+    assert (
+        json.loads(text) == data
+    )  # the text content is the same JSON for agents without structured output
+    sections = data["sections"]
+    assert sections and {"id", "title", "breadcrumb", "url", "text"} <= set(sections[0])
+    assert any("exclude" in s["text"] for s in sections)
+    for section in sections:
+        assert _anchor_exists(example_site, section["url"]), section["url"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_uncovered_query_is_a_structured_not_covered_with_closest_pages(
+    transport: str, request: pytest.FixtureRequest, example_site: Path
+) -> None:
+    recorded, _log = request.getfixturevalue(transport)
+    error, data, _text = recorded.results["uncovered"]
+    assert not error
+    assert data["covered"] is False and "sections" not in data
+    assert data["confidence"] < 50
+    assert 3 <= len(data["closest"]) <= 5
+    for page in data["closest"]:
+        assert (example_site / page["url"].lstrip("/") / "index.html").exists()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_invented_id_is_a_clear_error_result(
+    transport: str, request: pytest.FixtureRequest
+) -> None:
+    recorded, _log = request.getfixturevalue(transport)
+    error, data, text = recorded.results["invented"]
+    assert error
+    assert INVENTED_ID in data["error"] and "no section" in data["error"]
+    assert INVENTED_ID in text
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_argument_it_does_not_take_is_an_error_naming_it(
+    transport: str, request: pytest.FixtureRequest
+) -> None:
+    recorded, _log = request.getfixturevalue(transport)
+    error, data, _text = recorded.results["scoped"]
+    assert error and "'scope'" in data["error"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_tool_it_does_not_have_is_an_error_listing_the_tools(
+    transport: str, request: pytest.FixtureRequest
+) -> None:
+    recorded, _log = request.getfixturevalue(transport)
+    error, data, _text = recorded.results["unknown"]
+    assert error and "no tool" in data["error"] and "search_docs" in data["error"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_fetch_and_expand_return_the_section_and_its_neighbour(
+    transport: str, request: pytest.FixtureRequest
+) -> None:
+    recorded, _log = request.getfixturevalue(transport)
+    first = recorded.results["covered"][1]["sections"][0]
+    error, fetched, _text = recorded.results["fetch"]
+    assert not error and fetched["sections"][0]["id"] == first["id"]
+    assert fetched["sections"][0]["text"] == first["text"]
+    error, expanded, _text = recorded.results["expand"]
+    assert not error
+    # Either the next section of the same page, or a plain note that there is none.
+    if expanded["sections"]:
+        assert expanded["sections"][0]["url"].split("#")[0] == first["url"].split("#")[0]
+        assert expanded["sections"][0]["id"] != first["id"]
+    else:
+        assert "no section after" in expanded["message"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_list_pages_leaves_out_excluded_pages(
+    transport: str, request: pytest.FixtureRequest
+) -> None:
+    recorded, _log = request.getfixturevalue(transport)
+    error, data, _text = recorded.results["pages"]
+    urls = [p["url"] for p in data["pages"]]
+    assert not error and "/" in urls and "/reference/cli/" in urls
+    assert "/internal/release-checklist/" not in urls
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("scenario", ["credential", "credential_in_id"])
+def test_pasted_credential_is_refused_and_in_no_log_line(
+    transport: str, scenario: str, request: pytest.FixtureRequest
+) -> None:
+    recorded, log_text = request.getfixturevalue(transport)
+    error, data, text = recorded.results[scenario]
+    assert error and data["error"].startswith("refused")
+    assert data["credential_kind"].startswith("aws")
+    assert "sections" not in data and "closest" not in data  # nothing was searched
+    assert SECRET not in text and KEY_ID not in text
+    assert "mcp tool" in log_text  # the log was captured, and it says which tools ran
+    leaked = [line for line in log_text.splitlines() if SECRET in line or KEY_ID in line]
+    assert not leaked
+    assert UNCOVERED not in log_text  # no argument text at all (the docs never say it)
+
+
+def test_the_per_session_cap_turns_the_next_call_into_an_error(
+    example_site: Path, tmp_path: Path
+) -> None:
+    seen: list[tuple[bool, dict[str, Any], str]] = []
+
+    async def body(session: ClientSession) -> None:
+        await session.initialize()
+        for _ in range(3):
+            seen.append(await _call(session, "list_pages", {}))
+
+    _stdio(example_site, tmp_path / "stderr.txt", "--max-calls", "2")(body)
+    assert [error for error, _data, _text in seen] == [False, False, True]
+    assert "rate cap" in seen[2][1]["error"]
+
+
+def test_with_a_provider_ask_returns_the_validated_answer_with_section_urls(
+    example_site: Path, tmp_path: Path
+) -> None:
+    primed = load_runtime(example_site).site_for(None).retrieve(AskRequest(COVERED))
+    cited = primed.answer_units()[0]
+    config = tmp_path / "docpilot.toml"
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        await session.initialize()
+        seen["tools"] = {t.name for t in (await session.list_tools()).tools}
+        seen["ask"] = await _call(session, "ask", {"question": COVERED})
+        seen["credential"] = await _call(session, "ask", {"question": CREDENTIAL})
+
+    with OpenAIChatServer() as server:
+        server.script(
+            answer_reply(
+                markdown=f"Exclude it in its front matter [[{cited.id}]]. Invented [[/nope/#x]].",
+                citations=[cited.id, "/nope/#x"],
+                confidence=90,
+            )
+        )
+        config.write_text(
+            f'[[providers]]\nkind = "openai"\nbase_url = "{server.base_url}"\nmodel = "test-model"\n',
+            encoding="utf-8",
+        )
+        _stdio(example_site, tmp_path / "stderr.txt", "--config", str(config))(body)
+        assert len(server.requests) == 1  # the credential never reached the provider
+    assert seen["tools"] == {*EXPECTED_TOOLS, "ask"}
+    error, data, _text = seen["ask"]
+    assert not error and data["kind"] == "answer"
+    assert data["markdown"] == "Exclude it in its front matter [1]. Invented."
+    assert [c["id"] for c in data["citations"]] == [cited.id]
+    assert _anchor_exists(example_site, data["citations"][0]["url"])
+    error, data, _text = seen["credential"]
+    assert error and data["error"].startswith("refused")
+
+
+def test_mcp_without_a_bundle_exits_2_naming_the_file(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*_docpilot(), "mcp", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert str(tmp_path / "docpilot" / "bundle.msgpack") in done.stderr
+    assert done.stdout == ""  # stdout is the protocol's: nothing else goes there
