@@ -52,7 +52,7 @@ def _check_site(site: Path) -> tuple[str, str]:
     outline = (site / "llms.txt").read_text(encoding="utf-8")
     full = (site / "llms-full.txt").read_text(encoding="utf-8")
     bundle = load_bundle(site)
-    site_url = str(bundle.data["site"]["url"] or "").rstrip("/")
+    site_url = bundle.site.url.rstrip("/")
 
     def relative(url: str) -> str:
         assert url.startswith(site_url + "/"), url  # absolute under site_url when it is set

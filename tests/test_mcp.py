@@ -313,7 +313,7 @@ def test_with_a_provider_ask_returns_the_validated_answer_with_section_urls(
     example_site: Path, tmp_path: Path
 ) -> None:
     primed = load_runtime(example_site).site_for(None).retrieve(AskRequest(COVERED))
-    cited = primed.answer_units()[0]
+    cited = primed.shown_units()[0]
     config = tmp_path / "docpilot.toml"
     seen: dict[str, Any] = {}
 
