@@ -13,8 +13,8 @@ import httpx
 from docpilot_runtime.app import create_app
 from docpilot_runtime.providers import ProviderSettings
 from docpilot_runtime.records import RecordsSettings
-from docpilot_runtime.retrieval import load_site
 from docpilot_runtime.settings import Settings
+from docpilot_runtime.site_loader import load_site
 from docpilot_runtime.types import AskRequest
 from servers.anthropic_messages import Fault, answer_reply
 from servers.openai_chat import OpenAIChatServer
@@ -68,8 +68,7 @@ def _ask(client: httpx.Client, question: str, stream: bool = False) -> dict[str,
 
 def run_session(site: Path, records: RecordsSettings) -> Session:
     """Run the session; returns once the runtime has stopped (records written)."""
-    primed = load_site(site, "/", Settings()).retrieve(AskRequest(COVERED)).ordered()[:1]
-    unit_id = load_site(site, "/", Settings()).bundle.units[primed[0]].id
+    unit_id = load_site(site, "/").retrieve(AskRequest(COVERED)).shown_units()[0].id
     with OpenAIChatServer([answer_reply(markdown=f"Set `docpilot: exclude` [[{unit_id}]].")]) as llm:
         provider = ProviderSettings(
             kind="openai", base_url=llm.base_url, model="scripted-model", retries=0
