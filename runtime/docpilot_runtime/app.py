@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import mimetypes
 import os
 import re
 import time
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -37,6 +39,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
+from . import precompressed
 from .settings import Settings
 from .turn import Event, EventSink, Runtime, load_runtime
 from .types import AskRequest, RequestError, Result, parse_ask_request
@@ -62,7 +65,8 @@ GENERIC_FAILURE = "Something went wrong while answering; please try again."
 
 
 class SiteFiles(StaticFiles):
-    """StaticFiles with the content types the widget's Pyodide worker needs."""
+    """StaticFiles with the content types the widget's Pyodide worker needs, sending a
+    file's precompressed .br/.gz sibling when the browser accepts it (`precompressed`)."""
 
     def file_response(
         self,
@@ -71,7 +75,15 @@ class SiteFiles(StaticFiles):
         scope: Scope,
         status_code: int = 200,
     ) -> Response:
-        response = super().file_response(full_path, stat_result, scope, status_code)
+        accept = Headers(scope=scope).get("accept-encoding", "")
+        variant = precompressed.choose(Path(full_path), stat_result, accept)
+        response = super().file_response(variant.path, variant.stat, scope, status_code)
+        if variant.encoding and "content-type" in response.headers:
+            guessed = mimetypes.guess_type(str(full_path))[0] or "application/octet-stream"
+            response.headers["content-type"] = guessed
+            response.headers["content-encoding"] = variant.encoding
+        if variant.varies:
+            response.headers["vary"] = "Accept-Encoding"
         forced = STATIC_TYPES.get(Path(full_path).suffix.lower())
         if forced and "content-type" in response.headers:
             response.headers["content-type"] = forced

@@ -185,15 +185,22 @@ def copy_widget(site_dir: Path) -> None:
 
 
 def install_widget(
-    site_dir: Path, options: WidgetOptions, log: Callable[[str], None] = lambda _m: None
-) -> None:
+    site_dir: Path,
+    options: WidgetOptions,
+    log: Callable[[str], None] = lambda _m: None,
+    warn: Callable[[str], None] | None = None,
+) -> bool:
     """The widget's files plus Pyodide and our browser wheel, which its worker needs for
     the in-browser credential check (in every mode) and, in static mode, the static index.
-    Raises BrowserRuntimeError (naming the ways to provide Pyodide) when it is missing:
-    without it the widget would send nothing."""
+    Without Pyodide (a broken install) ``warn`` says so and the widget, unable to check
+    for secrets, sends nothing; returns whether Pyodide is there."""
     copy_widget(site_dir)
-    install_browser_runtime(
-        site_dir, options.pyodide_url or None, log=log, static_mode=options.static_mode
+    return install_browser_runtime(
+        site_dir,
+        options.pyodide_url or None,
+        log=log,
+        static_mode=options.static_mode,
+        **({"warn": warn} if warn else {}),
     )
 
 
