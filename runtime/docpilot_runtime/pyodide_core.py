@@ -44,6 +44,7 @@ STDLIB_NAME = "docpilot-stdlib.zip"  # the reduced zip, loaded by the worker as 
 SITE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", STDLIB_NAME)
 ENCODINGS = (".br", ".gz")  # precompressed siblings, in order of preference
 REGISTRY_ENV = "NPM_CONFIG_REGISTRY"
+GLOBAL_NPMRC = (Path("/etc/npmrc"),)  # where Debian's npm keeps its global config
 # Every module the worker loads from the standard library zip: traced by
 # tools/pyodide/trace-stdlib.mjs (boot, our wheel installed from the lock file, static
 # index loaded, credential check, static answers), plus three common codecs.
@@ -110,7 +111,7 @@ def npm_registry() -> str:
         Path.cwd() / ".npmrc",
         Path(os.environ.get("NPM_CONFIG_USERCONFIG") or Path.home() / ".npmrc"),
         Path(os.environ.get("NPM_CONFIG_GLOBALCONFIG") or Path(prefix or "/usr") / "etc/npmrc"),
-        Path("/etc/npmrc"),
+        *GLOBAL_NPMRC,
     ]
     for place in places:
         found = _npmrc_registry(place)

@@ -164,7 +164,7 @@ def find_pyodide(start: Path | None = None) -> PyodideSource:
     raise BrowserRuntimeError(
         f"the browser runtime needs Pyodide {PYODIDE_VERSION}'s core files and none were "
         f"found{seen} (the installed package lacks its copy in {packaged}: reinstall it). "
-        "Provide them one of three ways: set {PYODIDE_DIR_ENV} to a directory "
+        f"Provide them one of three ways: set {PYODIDE_DIR_ENV} to a directory "
         f"holding {', '.join(PYODIDE_FILES)}; or run `npm install pyodide@{PYODIDE_VERSION}` "
         f"in the project (node_modules/pyodide is found from the current directory upward); "
         f"or run `docpilot fetch-browser-runtime` once, which fills {cached}. "
