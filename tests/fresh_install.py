@@ -57,7 +57,7 @@ def make_fresh_site(work: Path) -> FreshSite:
     (wheel,) = wheels.glob("mkdocs_docpilot-*.whl")
     venv = work / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile"]
     _run([*pip, "--disable-pip-version-check", str(wheel), "mkdocs", "mkdocs-material"])
     home = work / "home"
     (home / "cache").mkdir(parents=True)
