@@ -46,15 +46,22 @@ class Counted:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.bytes = 0
+        self.ours = 0  # of which under /docpilot/ (the widget, Pyodide, the index)
         self.requests = 0
+        self.paths: list[tuple[str, int, str]] = []  # (path, status, content-encoding)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         async def counting(message: Any) -> None:
             if message["type"] == "http.response.start":
                 self.requests += 1
                 self.bytes += 17 + sum(len(k) + len(v) + 4 for k, v in message["headers"])
+                headers = dict(message["headers"])
+                coding = headers.get(b"content-encoding", b"").decode()
+                self.paths.append((scope["path"], message["status"], coding))
             elif message["type"] == "http.response.body":
                 self.bytes += len(message.get("body", b""))
+                if scope["path"].startswith("/docpilot/"):
+                    self.ours += len(message.get("body", b""))
             await send(message)
 
         await self.app(scope, receive, counting)
@@ -84,16 +91,26 @@ def first_answer(
     cdp = context.new_cdp_session(page)
     cdp.send("Network.enable")
     cdp.send("Network.emulateNetworkConditions", network)
-    counted.bytes = counted.requests = 0
+    counted.bytes = counted.ours = counted.requests = 0
+    counted.paths = []
     began = time.perf_counter()
     page.goto(url)
     page.locator(".dp-launcher").click()
     page.locator(".dp-input").fill(QUESTION)
     page.locator(".dp-input").press("Enter")
-    page.locator(".dp-turn .dp-body[data-kind]").first.wait_for(timeout=180_000)
+    body = page.locator(".dp-turn .dp-body[data-kind]").first
+    body.wait_for(timeout=180_000)
     seconds = time.perf_counter() - began
+    kind = body.get_attribute("data-kind")
+    if kind != "passages":
+        raise SystemExit(f"the widget answered {kind!r}, not passages: {body.inner_text()}")
     page.close()
-    return {"bytes": counted.bytes, "seconds": seconds, "requests": counted.requests}
+    return {
+        "bytes": counted.bytes,
+        "ours": counted.ours,
+        "seconds": seconds,
+        "requests": counted.requests,
+    }
 
 
 def main() -> None:
@@ -121,16 +138,19 @@ def main() -> None:
                 for cache in ("cold", "warm"):
                     sample = first_answer(context, url, network, counted)
                     rows.setdefault((label, cache), []).append(sample)
+                    if args.smoke:
+                        print(label, cache, counted.paths)
                 context.close()
         browser.close()
     print(f"\nbefore the first answer (median of {n}):")
-    print("| network | cache | MB over the wire | requests | seconds to answer |")
-    print("|---|---|---|---|---|")
+    print("| network | cache | MB over the wire, all | of which docpilot/ | requests | s to answer |")
+    print("|---|---|---|---|---|---|")
     for (label, cache), samples in rows.items():
         mb = statistics.median(s["bytes"] for s in samples) / 1e6
+        ours = statistics.median(s["ours"] for s in samples) / 1e6
         req = statistics.median(s["requests"] for s in samples)
         sec = statistics.median(s["seconds"] for s in samples)
-        print(f"| {label} | {cache} | {mb:.2f} | {req:.0f} | {sec:.1f} |")
+        print(f"| {label} | {cache} | {mb:.2f} | {ours:.2f} | {req:.0f} | {sec:.1f} |")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ def fresh_server(fresh_site: FreshSite) -> Iterator[str]:
         process.wait(timeout=30)
 
 
+@pytest.mark.timeout(900)  # the fresh install (tests/fresh_install.py) takes minutes
 def test_fresh_install_serves_precompressed_pyodide_and_the_widget_answers(
     page: Page, fresh_server: str
 ) -> None:
