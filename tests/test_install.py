@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import gzip
 import zipfile
+from pathlib import Path
 
 import brotli
 import pytest
+from docpilot_runtime.index.cache import default_cache_dir
 from docpilot_runtime.pyodide_core import SITE_FILES, STDLIB_MODULES, STDLIB_NAME
 from fresh_install import FreshSite, fresh_site
 
@@ -39,3 +41,15 @@ def test_plain_install_builds_offline_with_no_node(fresh_site: FreshSite) -> Non
     assert not (fresh_site.project / ".cache").exists()
     projects = list((fresh_site.venv.parent / "home" / "cache" / "docpilot" / "projects").iterdir())
     assert len(projects) == 1 and projects[0].name.startswith("project-")
+
+
+def test_default_cache_is_per_project_under_xdg_cache_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    one, two = default_cache_dir(tmp_path / "a" / "docs"), default_cache_dir(tmp_path / "b" / "docs")
+    assert one != two and one.parent == two.parent == tmp_path / "xdg" / "docpilot" / "projects"
+    assert one.name.startswith("docs-") and one == default_cache_dir(tmp_path / "a" / "docs")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_dir(tmp_path / "a").is_relative_to(tmp_path / "home" / ".cache" / "docpilot")

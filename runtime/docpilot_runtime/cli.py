@@ -15,7 +15,8 @@ from typing import Any, TextIO
 
 from .bundle import BundleError
 from .index.build import BuildError, collect_pages, index_site
-from .index.options import IndexOptions, OptionsError
+from .index.cache import default_cache_dir
+from .index.options import DEFAULT_CACHE_DIR, IndexOptions, OptionsError
 from .settings import Settings, SettingsError, load_settings
 from .static_assets import BrowserRuntimeError, fetch_browser_runtime
 from .turn import Runtime, load_runtime
@@ -36,6 +37,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     options = settings.index
     if not options.site_name:
         options = replace(options, site_name=Path(args.site_dir).resolve().name)
+    if options.cache_dir == DEFAULT_CACHE_DIR:  # outside the project, keyed by it
+        options = replace(options, cache_dir=str(default_cache_dir(Path.cwd())))
+        logging.getLogger("docpilot").info(f"docpilot: embedding cache in {options.cache_dir}")
     report = index_site(args.site_dir, options)
     print(report.summary())
     if settings.widget.widget:
