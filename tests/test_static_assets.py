@@ -280,7 +280,7 @@ def test_without_pyodide_the_build_warns_once_and_installs_the_rest(
     assert warnings[0].startswith("docpilot: the widget's in-browser check is unavailable")
     assert "docpilot fetch-browser-runtime" in warnings[0]
     names = {p.name for p in (site / "docpilot" / "pyodide").iterdir()}
-    assert names == {browser_wheel()[0], LOCK_NAME}
+    assert names == {browser_wheel()[0], LOCK_NAME, f"{LOCK_NAME}.gz", f"{LOCK_NAME}.br"}
     assert (site / "docpilot" / "static.json").is_file()
 
 
@@ -315,9 +315,8 @@ def test_install_writes_reduced_precompressed_core_wheel_lock_and_index_then_cha
     assert install_browser_runtime(site, log=messages.append) is True
     target = site / "docpilot" / "pyodide"
     wheel_name, wheel = browser_wheel()
-    assert sorted(p.name for p in target.iterdir()) == sorted(
-        [*site_files(), wheel_name, LOCK_NAME]
-    )
+    locks = [LOCK_NAME, f"{LOCK_NAME}.gz", f"{LOCK_NAME}.br"]
+    assert sorted(p.name for p in target.iterdir()) == sorted([*site_files(), wheel_name, *locks])
     wasm = (core / "pyodide.asm.wasm").read_bytes()
     assert (target / "pyodide.asm.wasm").read_bytes() == wasm
     assert gzip.decompress((target / "pyodide.asm.wasm.gz").read_bytes()) == wasm
@@ -327,14 +326,15 @@ def test_install_writes_reduced_precompressed_core_wheel_lock_and_index_then_cha
     assert (target / wheel_name).read_bytes() == wheel
     lock = json.loads((target / LOCK_NAME).read_text(encoding="utf-8"))
     assert lock == browser_lock(wheel_name, wheel)
-    assert (site / "docpilot" / "static.json").is_file()
-    assert "14 of 14 files updated" in messages[-1]
+    static = (site / "docpilot" / "static.json").read_bytes()
+    assert brotli.decompress((site / "docpilot" / "static.json.br").read_bytes()) == static
+    assert "16 of 16 files updated" in messages[-1]
 
     before = {p.name: p.stat().st_mtime_ns for p in (site / "docpilot").rglob("*") if p.is_file()}
     install_browser_runtime(site, log=messages.append)
     after = {p.name: p.stat().st_mtime_ns for p in (site / "docpilot").rglob("*") if p.is_file()}
     assert after == before
-    assert "0 of 14 files updated" in messages[-1]
+    assert "0 of 16 files updated" in messages[-1]
 
 
 def test_with_a_pyodide_url_no_pyodide_file_is_copied_and_old_ones_go(
@@ -346,7 +346,7 @@ def test_with_a_pyodide_url_no_pyodide_file_is_copied_and_old_ones_go(
     monkeypatch.delenv(PYODIDE_DIR_ENV)
     install_browser_runtime(site, pyodide_url="https://pyodide.example/v314/")
     names = {p.name for p in (site / "docpilot" / "pyodide").iterdir()}
-    assert names == {browser_wheel()[0], LOCK_NAME}
+    assert names == {browser_wheel()[0], LOCK_NAME, f"{LOCK_NAME}.gz", f"{LOCK_NAME}.br"}
 
 
 def test_the_reduced_stdlib_holds_what_the_browser_core_imports() -> None:

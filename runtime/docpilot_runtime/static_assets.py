@@ -330,11 +330,14 @@ def install_browser_runtime(
     wanted[wheel_name] = _write_if_changed(target / wheel_name, wheel)
     lock = json.dumps(browser_lock(wheel_name, wheel), indent=1, sort_keys=True) + "\n"
     wanted[LOCK_NAME] = _write_if_changed(target / LOCK_NAME, lock.encode())
+    for suffix, packed in pyodide_core.compressed(lock.encode(), pyodide_core.QUICK).items():
+        wanted[LOCK_NAME + suffix] = _write_if_changed(target / f"{LOCK_NAME}{suffix}", packed)
     for stale in target.iterdir():
         if stale.name not in wanted and stale.is_file():
             stale.unlink()
     if static_mode:
         write_static_index(site_dir)
+    _precompress_text(Path(site_dir) / BUNDLE_DIR)
     if missing is not None:
         warn(
             f"docpilot: the widget's in-browser check is unavailable, so it will send "
@@ -350,6 +353,24 @@ def install_browser_runtime(
         + (", static index written" if static_mode else "")
     )
     return True
+
+
+# The widget's own text files that a reader loads before the first answer, beside the
+# Pyodide files: small, so compressed on every build (QUICK takes milliseconds).
+_TEXT_SUFFIXES = (".js", ".css", ".json")
+
+
+def _precompress_text(directory: Path) -> None:
+    """Write .gz/.br siblings of the widget's .js/.css/.json files in ``directory``,
+    rewriting only those whose content changed; drop orphans."""
+    for path in list(directory.iterdir()):
+        if path.suffix in _TEXT_SUFFIXES and path.is_file():
+            for suffix, packed in pyodide_core.compressed(
+                path.read_bytes(), pyodide_core.QUICK
+            ).items():
+                _write_if_changed(path.with_name(path.name + suffix), packed)
+        elif path.suffix in pyodide_core.ENCODINGS and not path.with_suffix("").exists():
+            path.unlink()
 
 
 def fetch_browser_runtime(
