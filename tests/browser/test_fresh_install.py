@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 
 import httpx
@@ -31,22 +32,34 @@ def fresh_server(fresh_site: FreshSite) -> Iterator[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
+    listening = threading.Event()
+    seen: list[str] = []
+
+    def drain() -> None:
+        """Read the server's log to the end (a full pipe would stall it), and say when
+        uvicorn is listening."""
         assert process.stderr is not None
-        seen = []
         for line in process.stderr:
             seen.append(line)
             if "Uvicorn running on" in line:
-                break
-        else:
-            pytest.fail(f"docpilot serve exited {process.wait()}: {''.join(seen)}")
+                listening.set()
+        listening.set()  # it exited: the check below says so
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        listening.wait(timeout=120)
+        if process.poll() is not None or not any("Uvicorn running on" in s for s in seen):
+            pytest.fail(f"docpilot serve did not start: {''.join(seen)}")
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
         process.wait(timeout=30)
+        reader.join(timeout=30)
+        assert process.stderr is not None
+        process.stderr.close()
 
 
-@pytest.mark.timeout(900)  # the fresh install (tests/fresh_install.py) takes minutes
 def test_fresh_install_serves_precompressed_pyodide_and_the_widget_answers(
     page: Page, fresh_server: str
 ) -> None:
@@ -54,7 +67,7 @@ def test_fresh_install_serves_precompressed_pyodide_and_the_widget_answers(
     packed = httpx.head(wasm, headers={"Accept-Encoding": "gzip, br"})
     assert packed.headers["content-encoding"] == "br"
     assert packed.headers["content-type"] == "application/wasm"
-    assert packed.headers["vary"] == "Accept-Encoding"
+    assert "Accept-Encoding" in packed.headers["vary"]
     plain = httpx.head(wasm, headers={"Accept-Encoding": "identity"})
     assert "content-encoding" not in plain.headers
     assert int(plain.headers["content-length"]) > 2 * int(packed.headers["content-length"])
