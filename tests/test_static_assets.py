@@ -414,6 +414,27 @@ def test_pinned_pyodide_matches_package_json_and_the_npm_package() -> None:
     assert find_pyodide(ROOT).origin in ("package", "node_modules", PYODIDE_DIR_ENV)
 
 
+def test_under_pyodide_the_worker_imports_only_modules_the_reduced_stdlib_holds(
+    lexical_site: Path, static_text: str
+) -> None:
+    """tools/pyodide/trace-stdlib.mjs boots Pyodide in Node with its full stdlib as the
+    worker does (our lock file and wheel), runs the check and static answers, and lists
+    the stdlib modules loaded: all must be in the reduced zip. Then the same steps with
+    the reduced zip itself (stdLibURL) must succeed."""
+    docpilot = lexical_site / "docpilot"
+    assert static_text and (docpilot / "pyodide" / STDLIB_NAME).is_file()
+    trace = [ "node", str(ROOT / "tools" / "pyodide" / "trace-stdlib.mjs"), str(docpilot)]
+    full = subprocess.run(trace, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert full.returncode == 0, full.stderr[-2000:]
+    loaded = set(full.stdout.split()) - {"_frozen_importlib", "_frozen_importlib_external"}
+    assert {"json", "pyodide", "re"} <= loaded
+    assert loaded <= STDLIB_MODULES, f"add to pyodide_core._TRACED: {loaded - STDLIB_MODULES}"
+    reduced = [*trace, str(docpilot / "pyodide" / STDLIB_NAME)]
+    done = subprocess.run(reduced, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert set(done.stdout.split()) - {"_frozen_importlib", "_frozen_importlib_external"} == loaded
+
+
 class Registry(http.server.ThreadingHTTPServer):
     """An npm registry on loopback, speaking the registry's JSON: one package version."""
 
