@@ -423,7 +423,7 @@ def test_under_pyodide_the_worker_imports_only_modules_the_reduced_stdlib_holds(
     the reduced zip itself (stdLibURL) must succeed."""
     docpilot = lexical_site / "docpilot"
     assert static_text and (docpilot / "pyodide" / STDLIB_NAME).is_file()
-    trace = [ "node", str(ROOT / "tools" / "pyodide" / "trace-stdlib.mjs"), str(docpilot)]
+    trace = ["node", str(ROOT / "tools" / "pyodide" / "trace-stdlib.mjs"), str(docpilot)]
     full = subprocess.run(trace, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert full.returncode == 0, full.stderr[-2000:]
     loaded = set(full.stdout.split()) - {"_frozen_importlib", "_frozen_importlib_external"}
