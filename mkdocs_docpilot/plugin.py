@@ -19,6 +19,7 @@ from typing import Any
 from docpilot_runtime.api import index_built_site
 from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
 from docpilot_runtime.index.build import BuildError, PageSource, page_url
+from docpilot_runtime.index.cache import resolve_cache_dir
 from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.schema import OptionsError
 from docpilot_runtime.settings import build_options
@@ -79,9 +80,11 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         values: dict[str, Any] = {
             k: v for k, v in self.config.items() if k in PLUGIN.names() and k != "enabled"
         }
-        values["cache_dir"] = str(
-            Path(config.config_file_path or ".").parent / self.config.cache_dir
-        )
+        project = Path(config.config_file_path or ".").parent
+        values["cache_dir"] = str(resolve_cache_dir(self.config.cache_dir, project))
+        if values["cache_dir"] != getattr(self, "_cache_said", None):  # once per serve
+            log.info(f"docpilot: embedding cache in {values['cache_dir']}")
+            self._cache_said = values["cache_dir"]
         values["site_name"] = config.site_name
         values["site_url"] = config.site_url or ""
         language = str(config.theme.get("language") or "")

@@ -2,9 +2,9 @@
 # Set up, build example-site with the docpilot plugin, and serve it on http://127.0.0.1:8000.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Also puts the pinned Pyodide core (the widget's in-browser check runs on it) where the
+# editable install finds it: from npm when Node is here, else fetched over HTTPS.
 bash scripts/setup.sh
-# The pinned Pyodide core the widget's in-browser credential check runs on (copied into site/).
-npm install --no-audit --no-fund --silent
 export NO_MKDOCS_2_WARNING=1
 .venv/bin/mkdocs build -f example-site/mkdocs.yml
 echo "Serving example-site and the DocPilot API on http://127.0.0.1:8000 (Ctrl+C to stop)"

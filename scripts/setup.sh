@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install DocPilot with everything the tests and the demo need.
+# Create .venv and install DocPilot with everything the tests and the demo need, and put
+# the pinned Pyodide core (reduced and precompressed) where an editable install finds it.
 # Safe to re-run: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,3 +11,16 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# The npm Pyodide runs the browser core's tests under Node; without npm the core is
+# fetched from the npm registry over HTTPS instead (pyodide_core.py checks its sha256).
+if command -v npm >/dev/null; then
+  npm install --no-audit --no-fund --silent
+fi
+ASSETS=runtime/docpilot_runtime/assets/pyodide
+if ! .venv/bin/python -c "import sys; sys.path.insert(0, 'runtime/docpilot_runtime'); import pyodide_core as c, pathlib; sys.exit(not c.is_prepared(pathlib.Path('$ASSETS')))"; then
+  if [ -f node_modules/pyodide/python_stdlib.zip ]; then
+    .venv/bin/python runtime/docpilot_runtime/pyodide_core.py --from node_modules/pyodide --into "$ASSETS"
+  else
+    .venv/bin/python runtime/docpilot_runtime/pyodide_core.py --into "$ASSETS"
+  fi
+fi

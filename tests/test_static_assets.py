@@ -5,27 +5,32 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import base64
+import gzip
 import hashlib
+import http.server
+import importlib.util
 import io
 import json
 import os
-import stat
 import subprocess
 import sys
 import tarfile
-import time
+import threading
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
+import brotli
 import pytest
 import yaml
 from corpora import EXAMPLE_SITE, ROOT
-from docpilot_runtime import browser, static_assets
+from docpilot_runtime import browser, pyodide_core, static_assets
 from docpilot_runtime.bundle import BundleError, bundle_path, encode_static, load_bundle
 from docpilot_runtime.cli import main as cli_main
+from docpilot_runtime.pyodide_core import STDLIB_MODULES, STDLIB_NAME
 from docpilot_runtime.static_assets import (
     BROWSER_DATA,
     BROWSER_MODULES,
@@ -34,6 +39,7 @@ from docpilot_runtime.static_assets import (
     PYODIDE_FILES,
     PYODIDE_LOCK_INFO,
     PYODIDE_VERSION,
+    SITE_FILES,
     BrowserRuntimeError,
     PyodideSource,
     browser_lock,
@@ -242,18 +248,26 @@ def test_static_index_is_deterministic_and_holds_only_what_static_mode_reads(
 
 
 def fake_pyodide(directory: Path, version: str = PYODIDE_VERSION) -> Path:
-    """A directory that looks like Pyodide's core to the installer (not a working one)."""
+    """A directory that looks like Pyodide's npm package to the installer (not a working
+    one): its stdlib zip holds one module the browser core needs and one it does not."""
     directory.mkdir(parents=True, exist_ok=True)
     for name in PYODIDE_FILES:
-        (directory / name).write_bytes(f"{name} of {version}\n".encode())
+        (directory / name).write_bytes(f"{name} of {version}\n".encode() * 50)
     (directory / "pyodide.mjs").write_text(f'var Y="{version}";\n', encoding="utf-8")
+    with zipfile.ZipFile(directory / "python_stdlib.zip", "w") as stdlib:
+        stdlib.writestr("json/__init__.py", "# json\n")
+        stdlib.writestr("unittest/__init__.py", "# unittest\n")
     return directory
+
+
+def site_files() -> list[str]:
+    return [f"{name}{suffix}" for name in SITE_FILES for suffix in ("", ".gz", ".br")]
 
 
 @pytest.fixture
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No Pyodide anywhere: an empty cache dir, no env var, no node_modules above the
-    current directory or above the package."""
+    """No Pyodide anywhere: an empty cache dir, no env var, no package copy, no
+    node_modules above the current directory or above the package."""
     monkeypatch.delenv(PYODIDE_DIR_ENV, raising=False)
     monkeypatch.setattr(static_assets, "PACKAGE_DIR", tmp_path / "installed" / "docpilot_runtime")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
@@ -271,17 +285,27 @@ def site(tmp_path: Path, lexical_site: Path) -> Path:
     return tmp_path / "site"
 
 
-def test_without_pyodide_the_error_names_the_three_ways(isolated: Path, site: Path) -> None:
+def test_without_pyodide_the_build_warns_once_and_installs_the_rest(
+    isolated: Path, site: Path
+) -> None:
     with pytest.raises(BrowserRuntimeError) as caught:
-        install_browser_runtime(site)
+        find_pyodide()
     message = str(caught.value)
     assert PYODIDE_DIR_ENV in message
     assert f"npm install pyodide@{PYODIDE_VERSION}" in message
     assert "docpilot fetch-browser-runtime" in message
     assert str(isolated / "xdg" / "docpilot" / f"pyodide-{PYODIDE_VERSION}") in message
+    warnings: list[str] = []
+    assert install_browser_runtime(site, warn=warnings.append) is False
+    assert len(warnings) == 1
+    assert warnings[0].startswith("docpilot: the widget's in-browser check is unavailable")
+    assert "docpilot fetch-browser-runtime" in warnings[0]
+    names = {p.name for p in (site / "docpilot" / "pyodide").iterdir()}
+    assert names == {browser_wheel()[0], LOCK_NAME, f"{LOCK_NAME}.gz", f"{LOCK_NAME}.br"}
+    assert (site / "docpilot" / "static.json").is_file()
 
 
-def test_sources_are_tried_env_var_then_node_modules_upward_then_cache(
+def test_sources_are_tried_env_var_then_package_then_node_modules_upward_then_cache(
     isolated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cached = fake_pyodide(isolated / "xdg" / "docpilot" / f"pyodide-{PYODIDE_VERSION}")
@@ -290,6 +314,9 @@ def test_sources_are_tried_env_var_then_node_modules_upward_then_cache(
     assert find_pyodide().origin == "cache", "another version in node_modules is skipped"
     fake_pyodide(old)
     assert find_pyodide().path == old and find_pyodide().origin == "node_modules"
+    packaged = static_assets.PACKAGE_DIR.joinpath(*static_assets.PACKAGED)
+    pyodide_core.prepare(old, packaged)
+    assert find_pyodide() == PyodideSource(packaged, "package", prepared=True)
     explicit = fake_pyodide(isolated / "explicit")
     monkeypatch.setenv(PYODIDE_DIR_ENV, str(explicit))
     assert find_pyodide().path == explicit
@@ -300,30 +327,35 @@ def test_sources_are_tried_env_var_then_node_modules_upward_then_cache(
         find_pyodide()
 
 
-def test_install_copies_core_wheel_lock_and_static_index_then_changes_nothing(
+def test_install_writes_reduced_precompressed_core_wheel_lock_and_index_then_changes_nothing(
     isolated: Path, site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(PYODIDE_DIR_ENV, str(fake_pyodide(isolated / "core")))
+    core = fake_pyodide(isolated / "core")
+    monkeypatch.setenv(PYODIDE_DIR_ENV, str(core))
     messages: list[str] = []
-    install_browser_runtime(site, log=messages.append)
+    assert install_browser_runtime(site, log=messages.append) is True
     target = site / "docpilot" / "pyodide"
     wheel_name, wheel = browser_wheel()
-    assert sorted(p.name for p in target.iterdir()) == sorted(
-        [*PYODIDE_FILES, wheel_name, LOCK_NAME]
-    )
+    locks = [LOCK_NAME, f"{LOCK_NAME}.gz", f"{LOCK_NAME}.br"]
+    assert sorted(p.name for p in target.iterdir()) == sorted([*site_files(), wheel_name, *locks])
+    wasm = (core / "pyodide.asm.wasm").read_bytes()
+    assert (target / "pyodide.asm.wasm").read_bytes() == wasm
+    assert gzip.decompress((target / "pyodide.asm.wasm.gz").read_bytes()) == wasm
+    assert brotli.decompress((target / "pyodide.asm.wasm.br").read_bytes()) == wasm
+    with zipfile.ZipFile(target / STDLIB_NAME) as stdlib:
+        assert stdlib.namelist() == ["json/__init__.py"]  # unittest is not imported
     assert (target / wheel_name).read_bytes() == wheel
     lock = json.loads((target / LOCK_NAME).read_text(encoding="utf-8"))
     assert lock == browser_lock(wheel_name, wheel)
-    assert (site / "docpilot" / "static.json").is_file()
-    assert "6 of 6 files updated" in messages[-1]
+    static = (site / "docpilot" / "static.json").read_bytes()
+    assert brotli.decompress((site / "docpilot" / "static.json.br").read_bytes()) == static
+    assert "16 of 16 files updated" in messages[-1]
 
     before = {p.name: p.stat().st_mtime_ns for p in (site / "docpilot").rglob("*") if p.is_file()}
-    started = time.perf_counter()
     install_browser_runtime(site, log=messages.append)
-    assert time.perf_counter() - started < 1.0
     after = {p.name: p.stat().st_mtime_ns for p in (site / "docpilot").rglob("*") if p.is_file()}
     assert after == before
-    assert "0 of 6 files updated" in messages[-1]
+    assert "0 of 16 files updated" in messages[-1]
 
 
 def test_with_a_pyodide_url_no_pyodide_file_is_copied_and_old_ones_go(
@@ -335,7 +367,18 @@ def test_with_a_pyodide_url_no_pyodide_file_is_copied_and_old_ones_go(
     monkeypatch.delenv(PYODIDE_DIR_ENV)
     install_browser_runtime(site, pyodide_url="https://pyodide.example/v314/")
     names = {p.name for p in (site / "docpilot" / "pyodide").iterdir()}
-    assert names == {browser_wheel()[0], LOCK_NAME}
+    assert names == {browser_wheel()[0], LOCK_NAME, f"{LOCK_NAME}.gz", f"{LOCK_NAME}.br"}
+
+
+def test_the_reduced_stdlib_holds_what_the_browser_core_imports() -> None:
+    """Every standard-library module the browser core imports is in the reduced zip
+    (the trace in tools/pyodide/trace-stdlib.mjs also covers Pyodide's own)."""
+    needed = set()
+    for module in BROWSER_MODULES:
+        needed |= {n for n in _imports(module) if n in sys.stdlib_module_names}
+    # Extension modules (math, binascii, ...) are built into Pyodide, not in the zip.
+    needed = {n for n in needed if (importlib.util.find_spec(n).origin or "").endswith(".py")}
+    assert "json" in needed and needed <= STDLIB_MODULES, needed - STDLIB_MODULES
 
 
 def test_browser_wheel_holds_exactly_the_modules_static_mode_imports() -> None:
@@ -416,50 +459,112 @@ def test_pinned_pyodide_matches_package_json_and_the_npm_package() -> None:
     assert json.loads((installed / "package.json").read_text())["version"] == PYODIDE_VERSION
     lock = json.loads((installed / "pyodide-lock.json").read_text(encoding="utf-8"))
     assert lock["info"] == PYODIDE_LOCK_INFO
-    assert find_pyodide(ROOT).origin in ("node_modules", PYODIDE_DIR_ENV)
+    assert find_pyodide(ROOT).origin in ("package", "node_modules", PYODIDE_DIR_ENV)
 
 
-def _fake_npm(bin_dir: Path, source: Path) -> None:
-    """An `npm` whose `pack NAME --pack-destination DIR` writes a tarball of ``source``."""
-    bin_dir.mkdir()
-    tarball = bin_dir / "pyodide.tgz"
-    with tarfile.open(tarball, "w:gz") as tar:
+def test_under_pyodide_the_worker_imports_only_modules_the_reduced_stdlib_holds(
+    lexical_site: Path, static_text: str
+) -> None:
+    """tools/pyodide/trace-stdlib.mjs boots Pyodide in Node with its full stdlib as the
+    worker does (our lock file and wheel), runs the check and static answers, and lists
+    the stdlib modules loaded: all must be in the reduced zip. Then the same steps with
+    the reduced zip itself (stdLibURL) must succeed."""
+    docpilot = lexical_site / "docpilot"
+    assert static_text and (docpilot / "pyodide" / STDLIB_NAME).is_file()
+    trace = ["node", str(ROOT / "tools" / "pyodide" / "trace-stdlib.mjs"), str(docpilot)]
+    full = subprocess.run(trace, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert full.returncode == 0, full.stderr[-2000:]
+    loaded = set(full.stdout.split()) - {"_frozen_importlib", "_frozen_importlib_external"}
+    assert {"json", "pyodide", "re"} <= loaded
+    assert loaded <= STDLIB_MODULES, f"add to pyodide_core._TRACED: {loaded - STDLIB_MODULES}"
+    reduced = [*trace, str(docpilot / "pyodide" / STDLIB_NAME)]
+    done = subprocess.run(reduced, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert set(done.stdout.split()) - {"_frozen_importlib", "_frozen_importlib_external"} == loaded
+
+
+class Registry(http.server.ThreadingHTTPServer):
+    """An npm registry on loopback, speaking the registry's JSON: one package version."""
+
+    files: ClassVar[dict[str, bytes]] = {}
+
+
+class RegistryHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = self.server.files.get(self.path)  # type: ignore[attr-defined]
+        self.send_response(200 if body is not None else 404)
+        self.end_headers()
+        self.wfile.write(body or b"")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def registry(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., str]]:
+    """``publish(version, tarball, integrity=None)`` puts a pyodide version in a loopback
+    registry named by NPM_CONFIG_REGISTRY, as npm's config would."""
+    server = Registry(("127.0.0.1", 0), RegistryHandler)
+    server.files = {}
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_port}/"
+    monkeypatch.setenv("NPM_CONFIG_REGISTRY", base)
+
+    def publish(version: str, tarball: bytes, integrity: str | None = None) -> str:
+        digest = base64.b64encode(hashlib.sha512(tarball).digest()).decode()
+        path = f"/pyodide/-/pyodide-{version}.tgz"
+        server.files[path] = tarball
+        dist = {"tarball": base + path[1:], "integrity": integrity or f"sha512-{digest}"}
+        server.files[f"/pyodide/{version}"] = json.dumps({"dist": dist}).encode()
+        return base
+
+    yield publish
+    server.shutdown()
+    server.server_close()
+
+
+def _tarball(source: Path) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
         for path in source.iterdir():
             tar.add(path, arcname=f"package/{path.name}")
-    script = bin_dir / "npm"
-    script.write_text(
-        "#!/bin/sh\n"
-        f'[ "$1" = pack ] && [ "$2" = "pyodide@{PYODIDE_VERSION}" ] || exit 9\n'
-        f'cp "{tarball}" "$4/pyodide-{PYODIDE_VERSION}.tgz"\n',
-        encoding="utf-8",
-    )
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return out.getvalue()
 
 
-def test_fetch_command_fills_the_cache_through_npm_and_install_then_uses_it(
-    isolated: Path, site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_fetch_takes_the_tarball_over_http_checks_integrity_then_install_uses_it(
+    isolated: Path, site: Path, registry: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    package = fake_pyodide(isolated / "package")
+    monkeypatch.setenv("PATH", str(isolated / "nothing"))  # no npm client
+    package = fake_pyodide(isolated / "package", version="0.29.1")
     (package / "package.json").write_text('{"name": "pyodide"}', encoding="utf-8")
-    _fake_npm(isolated / "bin", package)
-    monkeypatch.setenv("PATH", f"{isolated / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    assert cli_main(["fetch-browser-runtime"]) == 0
-    cached = isolated / "xdg" / "docpilot" / f"pyodide-{PYODIDE_VERSION}"
-    assert str(cached) in capsys.readouterr().out
-    assert sorted(p.name for p in cached.iterdir()) == sorted([*PYODIDE_FILES, "package.json"])
-    assert fetch_browser_runtime() == cached  # already complete: no second download
-    install_browser_runtime(site, static_mode=False)
-    assert (site / "docpilot" / "pyodide" / "pyodide.asm.wasm").read_bytes() == (
-        package / "pyodide.asm.wasm"
-    ).read_bytes()
+    registry("0.29.1", _tarball(package))
+    dest = isolated / "fetched"
+    assert fetch_browser_runtime(dest, version="0.29.1") == dest
+    assert sorted(p.name for p in dest.iterdir()) == sorted([*PYODIDE_FILES, "package.json"])
+    assert (dest / "pyodide.asm.wasm").read_bytes() == (package / "pyodide.asm.wasm").read_bytes()
+
+    registry("0.29.2", _tarball(package), integrity="sha512-" + "A" * 86 + "==")
+    with pytest.raises(BrowserRuntimeError, match="differs from the registry's integrity"):
+        fetch_browser_runtime(isolated / "bad", version="0.29.2")
+    # The pinned version is also checked against our own pinned sha256.
+    registry(PYODIDE_VERSION, _tarball(fake_pyodide(isolated / "forged")))
+    with pytest.raises(BrowserRuntimeError, match="sha256 differs from the pinned"):
+        fetch_browser_runtime(isolated / "forged-dest")
 
 
-def test_fetch_command_without_npm_says_what_to_do(
+def test_fetch_command_without_a_registry_says_what_to_do(
     isolated: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("PATH", str(isolated / "nothing"))
+    monkeypatch.setenv("HOME", str(isolated / "home"))
+    for key in ("NPM_CONFIG_REGISTRY", "npm_config_registry", "NPM_CONFIG_USERCONFIG"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("NPM_CONFIG_GLOBALCONFIG", str(isolated / "no-npmrc"))
+    monkeypatch.setattr(pyodide_core, "GLOBAL_NPMRC", (isolated / "no-etc-npmrc",))
     assert cli_main(["fetch-browser-runtime", "--dest", str(isolated / "d")]) == 2
-    assert "`npm` was not found" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no npm registry is configured" in err and "NPM_CONFIG_REGISTRY" in err
 
 
 # --- The worker in Chromium ----------------------------------------------------------------

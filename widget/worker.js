@@ -24,6 +24,7 @@
 const HERE = new URL("./", import.meta.url);
 const OWN = new URL("pyodide/", HERE); // our wheel and lock file, whoever serves Pyodide
 const LOCK_FILE = "docpilot-lock.json";
+const STDLIB = "docpilot-stdlib.zip"; // the standard library, reduced to what we import
 const PACKAGE = "docpilot-browser";
 
 let booting = null; // Promise of {pyodide, browser, bootMs, version}
@@ -48,6 +49,8 @@ async function start(pyodideUrl) {
     lockFileContents: await response.json(),
     packageBaseUrl: OWN.href,
     packages: [PACKAGE],
+    // Our own Pyodide comes with a reduced stdlib zip; one served elsewhere has its own.
+    ...(pyodideUrl ? {} : { stdLibURL: new URL(STDLIB, OWN).href }),
   });
   const browser = pyodide.pyimport("docpilot_runtime.browser");
   return { pyodide, browser, bootMs: Math.round(performance.now() - began), version: pyodide.version };

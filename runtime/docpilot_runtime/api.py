@@ -11,13 +11,14 @@ import asyncio
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .index.build import BuildReport, PageSource, collect_pages, index_site
+from .index.cache import default_cache_dir
 from .index.llms_txt import NavEntry
-from .index.options import IndexOptions
+from .index.options import DEFAULT_CACHE_DIR, IndexOptions
 from .settings import Settings
 from .types import Result, parse_ask_request
 from .widget import WidgetOptions, inject_built_site, install_widget, widget_config
@@ -81,6 +82,9 @@ def index_built_site(
     """
     site = Path(site_dir)
     options = options or IndexOptions()
+    if options.cache_dir == DEFAULT_CACHE_DIR:  # outside the project, keyed by it
+        options = replace(options, cache_dir=str(default_cache_dir(Path.cwd())))
+        log(f"docpilot: embedding cache in {options.cache_dir}")
     widget = widget or WidgetOptions()
     # One order for every caller, so the plugin and `docpilot index` write the same bytes.
     all_pages = sorted(collect_pages(site) if pages is None else pages, key=lambda p: p.url)
@@ -91,7 +95,7 @@ def index_built_site(
     if tag_pages:
         config = widget_config(widget, options.actions, page_language(all_pages), "[index]")
         tagged = inject_built_site(site, [(p.path, p.url) for p in all_pages], config)
-    install_widget(site, widget, log=log, bundle=report.bundle)
+    install_widget(site, widget, log=log, bundle=report.bundle, warn=warn)
     return IndexResult(report, widget=True, tagged=tagged, page_count=len(all_pages))
 
 

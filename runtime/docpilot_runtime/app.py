@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import mimetypes
 import os
 import re
 import time
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -42,6 +44,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from . import precompressed
 from .caps import Caps, MemoryCaps, client_address
 from .disconnect import cancel_on_disconnect, cancel_once, unless_disconnected
 from .mcp_server import MCP_PATH, http_mount
@@ -80,9 +83,10 @@ GENERIC_FAILURE = "Something went wrong while answering; please try again."
 
 
 class SiteFiles(StaticFiles):
-    """StaticFiles with the content types the widget's Pyodide worker needs, that never
-    serves a dotfile or anything under a dot-directory (`.env`, `.git/config`, an
-    editor's swap file left in the site dir). Paths outside the directory are already
+    """StaticFiles with the content types the widget's Pyodide worker needs, sending a
+    file's precompressed .br/.gz sibling when the browser accepts it (`precompressed`),
+    that never serves a dotfile or anything under a dot-directory (`.env`, `.git/config`,
+    an editor's swap file left in the site dir). Paths outside the directory are already
     refused by StaticFiles, symlinks included."""
 
     def lookup_path(self, path: str) -> tuple[str, os.stat_result | None]:
@@ -99,7 +103,15 @@ class SiteFiles(StaticFiles):
         scope: Scope,
         status_code: int = 200,
     ) -> Response:
-        response = super().file_response(full_path, stat_result, scope, status_code)
+        accept = Headers(scope=scope).get("accept-encoding", "")
+        variant = precompressed.choose(Path(full_path), stat_result, accept)
+        response = super().file_response(variant.path, variant.stat, scope, status_code)
+        if variant.encoding and "content-type" in response.headers:
+            guessed = mimetypes.guess_type(str(full_path))[0] or "application/octet-stream"
+            response.headers["content-type"] = guessed
+            response.headers["content-encoding"] = variant.encoding
+        if variant.varies:
+            response.headers["vary"] = "Accept-Encoding"
         forced = STATIC_TYPES.get(Path(full_path).suffix.lower())
         if forced and "content-type" in response.headers:
             response.headers["content-type"] = forced

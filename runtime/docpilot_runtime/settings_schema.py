@@ -124,7 +124,7 @@ INDEX_BUILD = Table(
         Key("embedder", "any", "wordllama", "which model embeds sections: a name or a table (see `[index.embedder]`)", type_doc="name or table"),
         Key("max_section_chars", "int", 6000, "longest unit before a section is split", low=200),
         Key("exclude", "strings", (), "pages left out of the assistant (globs on URL paths and source paths)", type_doc="list of globs"),
-        Key("cache_dir", "str", ".cache/docpilot", "where embeddings are cached, relative to `mkdocs.yml` (plugin) or the current directory (`docpilot index`)", type_doc="path"),
+        Key("cache_dir", "str", ".cache/docpilot", "where embeddings are cached; another value is relative to `mkdocs.yml` (plugin) or the current directory (`docpilot index`)", type_doc="path", default_doc="per project, outside it: `$XDG_CACHE_HOME/docpilot/projects/<folder>-<hash>/` (`~/.cache` when unset)"),
         Key("tools", "tables", (), "site tools the model may call"),
         Key("actions", "tables", (), "actions the model may offer the reader"),
         Key("llms_txt", "bool", True, "write `llms.txt` (an outline of pages and sections) and `llms-full.txt` (every section's text) at the site root, unless another file is there"),

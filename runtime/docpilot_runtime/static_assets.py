@@ -15,12 +15,15 @@ and, for static mode, writes ``<site_dir>/docpilot/static.json`` from the bundle
 (`bundle.encode_static`). The browser needs no other package: not numpy, and not
 msgpack either (static mode reads JSON; see `browser`).
 
-Pyodide's binaries are never committed to git. An offline build finds them, in order:
-``$DOCPILOT_PYODIDE_DIR``; ``node_modules/pyodide`` in the current directory or one
-above it, or above this package (``npm install`` with this repository's package.json,
-or ``npm install pyodide@<version>`` in the docs project); the cache directory
-``~/.cache/docpilot/pyodide-<version>/`` that ``docpilot fetch-browser-runtime`` fills
-from the npm registry with the ordinary ``npm`` client.
+Pyodide's binaries are never committed to git. The installed package carries them
+(``docpilot_runtime/assets/pyodide/``, filled by the wheel build or scripts/setup.sh; see
+`pyodide_core`), already reduced and precompressed. A build finds them, in order:
+``$DOCPILOT_PYODIDE_DIR``; the package's own copy; ``node_modules/pyodide`` in the
+current directory or one above it, or above this package (``npm install
+pyodide@<version>``); the cache directory ``~/.cache/docpilot/pyodide-<version>/`` that
+``docpilot fetch-browser-runtime`` fills from the npm registry. A source holding the npm
+package's raw files is reduced and compressed once into the cache. When none is found
+the build warns and the widget says that its in-browser check is unavailable.
 """
 
 from __future__ import annotations
@@ -30,8 +33,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
-import tarfile
 import tempfile
 import zipfile
 from base64 import urlsafe_b64encode
@@ -40,12 +41,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, pyodide_core
 from .bundle import BUNDLE_DIR, STATIC_NAME, Bundle, encode_static, load_bundle, write_atomic
 
 _logger = logging.getLogger("docpilot.browser")
 
-PYODIDE_VERSION = "314.0.7"
+PYODIDE_VERSION = pyodide_core.PYODIDE_VERSION
 # The `info` of that version's own pyodide-lock.json: Pyodide refuses a lock file whose
 # ABI differs from its own (tests/test_static_assets.py compares it with node_modules).
 PYODIDE_LOCK_INFO = {
@@ -54,9 +55,11 @@ PYODIDE_LOCK_INFO = {
     "platform": "emscripten_5_0_3",
     "python": "3.14.2",
 }
-# What the worker loads from Pyodide's core. Its pyodide-lock.json is not needed: the
-# worker passes our own lock file, and the core's lists wheels the npm package lacks.
-PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
+# The npm package's files we need (its pyodide-lock.json is not: the worker passes our
+# own lock file), and what the site gets from them: the same with a reduced stdlib zip,
+# each file with .gz and .br siblings.
+PYODIDE_FILES = pyodide_core.PYODIDE_FILES
+SITE_FILES = pyodide_core.SITE_FILES
 PYODIDE_DIR_ENV = "DOCPILOT_PYODIDE_DIR"
 RUNTIME_DIR = "pyodide"  # under <site_dir>/docpilot/
 LOCK_NAME = "docpilot-lock.json"
@@ -86,8 +89,10 @@ BROWSER_MODULES = (
 # Data files the browser core reads next to its modules (the credential rules, the social
 # phrases): plain data, so any other engine can share them.
 BROWSER_DATA = ("credential_rules.json", "social_phrases.json")
-# Where this package is installed: node_modules/pyodide is also looked for above it.
+# Where this package is installed: its own copy of Pyodide is in assets/pyodide/, and
+# node_modules/pyodide is also looked for above it.
 PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGED = ("assets", "pyodide")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed, so equal sources give equal wheel bytes
 
 Log = Callable[[str], None]
@@ -100,10 +105,12 @@ class BrowserRuntimeError(RuntimeError):
 
 @dataclass(frozen=True)
 class PyodideSource:
-    """A directory holding the pinned Pyodide core files, and how it was found."""
+    """A directory holding the pinned Pyodide core files, and how it was found.
+    ``prepared``: it holds SITE_FILES with their siblings (else the npm package's files)."""
 
     path: Path
     origin: str
+    prepared: bool = False
 
 
 def cache_dir() -> Path:
@@ -112,9 +119,9 @@ def cache_dir() -> Path:
     return Path(base) / "docpilot" / f"pyodide-{PYODIDE_VERSION}"
 
 
-def _problem(directory: Path) -> str | None:
+def _problem(directory: Path, names: tuple[str, ...] = PYODIDE_FILES) -> str | None:
     """Why ``directory`` is not the pinned Pyodide core, or None when it is."""
-    missing = [name for name in PYODIDE_FILES if not (directory / name).is_file()]
+    missing = [name for name in names if not (directory / name).is_file()]
     if missing:
         return f"{directory} lacks {', '.join(missing)}"
     # pyodide.mjs names its own version as a string literal ("314.0.7").
@@ -132,15 +139,22 @@ def _upward(*starts: Path) -> list[Path]:
 
 
 def find_pyodide(start: Path | None = None) -> PyodideSource:
-    """The pinned Pyodide core: ``$DOCPILOT_PYODIDE_DIR``, else ``node_modules/pyodide``
-    from ``start`` (the current directory) upward, then from this package upward (a
-    source checkout, or a virtualenv inside the project), else the fetch command's cache."""
+    """The pinned Pyodide core: ``$DOCPILOT_PYODIDE_DIR``, else the package's own copy,
+    else ``node_modules/pyodide`` from ``start`` (the current directory) upward, then from
+    this package upward (a source checkout), else the fetch command's cache."""
     explicit = os.environ.get(PYODIDE_DIR_ENV)
     if explicit:
+        if _problem(Path(explicit), SITE_FILES) is None and pyodide_core.is_prepared(
+            Path(explicit)
+        ):
+            return PyodideSource(Path(explicit), PYODIDE_DIR_ENV, prepared=True)
         problem = _problem(Path(explicit))
         if problem:
             raise BrowserRuntimeError(f"{PYODIDE_DIR_ENV}: {problem}")
         return PyodideSource(Path(explicit), PYODIDE_DIR_ENV)
+    packaged = PACKAGE_DIR.joinpath(*PACKAGED)
+    if _problem(packaged, SITE_FILES) is None and pyodide_core.is_prepared(packaged):
+        return PyodideSource(packaged, "package", prepared=True)
     notes = []
     for directory in _upward((start or Path.cwd()).resolve(), PACKAGE_DIR):
         candidate = directory / "node_modules" / "pyodide"
@@ -155,7 +169,8 @@ def find_pyodide(start: Path | None = None) -> PyodideSource:
     seen = f" (seen: {'; '.join(notes)})" if notes else ""
     raise BrowserRuntimeError(
         f"the browser runtime needs Pyodide {PYODIDE_VERSION}'s core files and none were "
-        f"found{seen}. Provide them one of three ways: set {PYODIDE_DIR_ENV} to a directory "
+        f"found{seen} (the installed package lacks its copy in {packaged}: reinstall it). "
+        f"Provide them one of three ways: set {PYODIDE_DIR_ENV} to a directory "
         f"holding {', '.join(PYODIDE_FILES)}; or run `npm install pyodide@{PYODIDE_VERSION}` "
         f"in the project (node_modules/pyodide is found from the current directory upward); "
         f"or run `docpilot fetch-browser-runtime` once, which fills {cached}. "
@@ -269,36 +284,76 @@ def write_static_index(site_dir: str | os.PathLike[str], bundle: Bundle | None =
     return path
 
 
+def _site_files(source: PyodideSource) -> Path:
+    """A directory holding SITE_FILES and their siblings for ``source``: itself when it is
+    prepared, else a copy reduced and compressed once into the cache (keyed by the
+    source's files, so a changed source is prepared again)."""
+    if source.prepared:
+        return source.path
+    key = hashlib.sha256()
+    for name in PYODIDE_FILES:
+        info = (source.path / name).stat()
+        key.update(f"{source.path / name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    prepared = cache_dir().with_name(f"site-files-{PYODIDE_VERSION}-{key.hexdigest()[:16]}")
+    if not pyodide_core.is_prepared(prepared):
+        pyodide_core.prepare(source.path, prepared, quality=pyodide_core.QUICK)
+    return prepared
+
+
 def install_browser_runtime(
     site_dir: str | os.PathLike[str],
     pyodide_url: str | None = None,
     log: Log = _logger.info,
     static_mode: bool = True,
     bundle: Bundle | None = None,
-) -> None:
-    """Install what the widget's worker loads into ``<site_dir>/docpilot/pyodide/``.
+    warn: Log = _logger.warning,
+) -> bool:
+    """Install what the widget's worker loads into ``<site_dir>/docpilot/pyodide/``;
+    return whether Pyodide's files are there (or served from ``pyodide_url``).
 
     With ``pyodide_url`` the worker loads Pyodide from there and no Pyodide file is
-    copied (our wheel and lock file still are). With ``static_mode`` the static index is
-    written too (the bundle must exist by then). Idempotent: files already up to date
-    are left alone, and files a previous build left that are no longer wanted are
-    removed. Raises BrowserRuntimeError naming the ways to provide Pyodide."""
+    copied (our wheel and lock file still are). Without it, SITE_FILES and their .gz/.br
+    siblings are copied; when no source has them, ``warn`` says so once (a broken
+    install) and the rest is installed anyway: the widget then says its in-browser check
+    is unavailable and sends nothing. With ``static_mode`` the static index is written
+    too (the bundle must exist by then). Idempotent: files already up to date are left
+    alone, and files a previous build left that are no longer wanted are removed."""
     target = Path(site_dir) / BUNDLE_DIR / RUNTIME_DIR
     wanted: dict[str, bool] = {}
-    source = None if pyodide_url else find_pyodide()
+    source = None
+    missing = None
+    if not pyodide_url:
+        try:
+            source = find_pyodide()
+        except BrowserRuntimeError as exc:
+            missing = str(exc)
     target.mkdir(parents=True, exist_ok=True)
     if source is not None:
-        for name in PYODIDE_FILES:
-            wanted[name] = _copy_if_changed(source.path / name, target / name)
+        files = _site_files(source)
+        for name in SITE_FILES:
+            for suffix in ("", *pyodide_core.ENCODINGS):
+                if (files / f"{name}{suffix}").is_file():
+                    wanted[name + suffix] = _copy_if_changed(
+                        files / f"{name}{suffix}", target / f"{name}{suffix}"
+                    )
     wheel_name, wheel = browser_wheel()
     wanted[wheel_name] = _write_if_changed(target / wheel_name, wheel)
     lock = json.dumps(browser_lock(wheel_name, wheel), indent=1, sort_keys=True) + "\n"
     wanted[LOCK_NAME] = _write_if_changed(target / LOCK_NAME, lock.encode())
+    for suffix, packed in pyodide_core.compressed(lock.encode(), pyodide_core.QUICK).items():
+        wanted[LOCK_NAME + suffix] = _write_if_changed(target / f"{LOCK_NAME}{suffix}", packed)
     for stale in target.iterdir():
         if stale.name not in wanted and stale.is_file():
             stale.unlink()
     if static_mode:
         write_static_index(site_dir, bundle)
+    _precompress_text(Path(site_dir) / BUNDLE_DIR)
+    if missing is not None:
+        warn(
+            f"docpilot: the widget's in-browser check is unavailable, so it will send "
+            f"nothing: {missing}"
+        )
+        return False
     changed = sum(wanted.values())
     where = (
         f"Pyodide from {source.origin} ({source.path})" if source else f"Pyodide at {pyodide_url}"
@@ -307,45 +362,50 @@ def install_browser_runtime(
         f"DocPilot browser runtime: {where}, {changed} of {len(wanted)} files updated"
         + (", static index written" if static_mode else "")
     )
+    return True
+
+
+# The widget's own text files that a reader loads before the first answer, beside the
+# Pyodide files: small, so compressed on every build (QUICK takes milliseconds).
+_TEXT_SUFFIXES = (".js", ".css", ".json")
+
+
+def _precompress_text(directory: Path) -> None:
+    """Write .gz/.br siblings of the widget's .js/.css/.json files in ``directory``,
+    rewriting only those whose content changed; drop orphans."""
+    for path in list(directory.iterdir()):
+        if path.suffix in _TEXT_SUFFIXES and path.is_file():
+            for suffix, packed in pyodide_core.compressed(
+                path.read_bytes(), pyodide_core.QUICK
+            ).items():
+                _write_if_changed(path.with_name(path.name + suffix), packed)
+        elif path.suffix in pyodide_core.ENCODINGS and not path.with_suffix("").exists():
+            path.unlink()
 
 
 def fetch_browser_runtime(
-    dest: str | os.PathLike[str] | None = None, log: Log = _logger.info
+    dest: str | os.PathLike[str] | None = None,
+    log: Log = _logger.info,
+    version: str = PYODIDE_VERSION,
 ) -> Path:
-    """Fill ``dest`` (default: the cache directory) with the pinned Pyodide core from the
-    npm registry, through the ``npm`` client; a complete directory is left alone."""
-    target = Path(dest) if dest else cache_dir()
-    if _problem(target) is None:
-        log(f"Pyodide {PYODIDE_VERSION} is already in {target}")
+    """Fill ``dest`` (default: the cache directory) with Pyodide's core from the npm
+    registry over HTTPS (no npm client; checked against the registry's integrity hash and,
+    for the pinned version, a pinned sha256); a complete directory is left alone."""
+    target = Path(dest) if dest else cache_dir().with_name(f"pyodide-{version}")
+    if version == PYODIDE_VERSION and _problem(target) is None:
+        log(f"Pyodide {version} is already in {target}")
         return target
-    npm = shutil.which("npm")
-    if npm is None:
-        raise BrowserRuntimeError(
-            "`npm` was not found: install Node.js and npm to fetch Pyodide's package, or "
-            f"set {PYODIDE_DIR_ENV} to a directory holding {', '.join(PYODIDE_FILES)}"
-        )
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".pyodide-") as work:
-        done = subprocess.run(
-            [npm, "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination", work],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
+        try:
+            staging = pyodide_core.fetch_core(Path(work) / "core", version, log=log)
+        except pyodide_core.CoreError as exc:
             raise BrowserRuntimeError(
-                f"`npm pack pyodide@{PYODIDE_VERSION}` failed (exit {done.returncode}): "
-                f"{done.stderr.strip()[-500:]}"
-            )
-        staging = Path(work) / "core"
-        staging.mkdir()
-        with tarfile.open(Path(work) / f"pyodide-{PYODIDE_VERSION}.tgz") as tar:
-            for name in (*PYODIDE_FILES, "package.json"):
-                member = tar.extractfile(f"package/{name}")
-                if member is None:
-                    raise BrowserRuntimeError(f"the pyodide package has no file {name}")
-                (staging / name).write_bytes(member.read())
+                f"{exc}; or set {PYODIDE_DIR_ENV} to a directory holding "
+                f"{', '.join(PYODIDE_FILES)}"
+            ) from None
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)
-    log(f"fetched Pyodide {PYODIDE_VERSION} into {target}")
+    log(f"fetched Pyodide {version} into {target}")
     return target

@@ -159,17 +159,24 @@ def install_widget(
     options: WidgetOptions,
     log: Callable[[str], None] = lambda _m: None,
     bundle: Bundle | None = None,
-) -> None:
+    warn: Callable[[str], None] | None = None,
+) -> bool:
     """The widget's files plus Pyodide and our browser wheel, which its worker needs for
     the in-browser credential check (in every mode) and, in static mode, the static index.
-    Raises BrowserRuntimeError (naming the ways to provide Pyodide) when it is missing:
-    without it the widget would send nothing."""
+    Without Pyodide (a broken install) ``warn`` says so and the widget, unable to check
+    for secrets, sends nothing; returns whether Pyodide is there."""
     # Imported here: loading settings (which carry WidgetOptions) must not load the installer.
     from .static_assets import install_browser_runtime
 
     copy_widget(site_dir)
-
-    install_browser_runtime(site_dir, options.pyodide_url or None, log, options.static_mode, bundle)
+    return install_browser_runtime(
+        site_dir,
+        options.pyodide_url or None,
+        log,
+        options.static_mode,
+        bundle,
+        **({"warn": warn} if warn else {}),
+    )
 
 
 def inject_built_site(

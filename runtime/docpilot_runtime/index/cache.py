@@ -9,6 +9,7 @@ only ever saves time, it is never needed for correctness.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +19,29 @@ import numpy as np
 from ..bundle import write_atomic
 
 CACHE_VERSION = 1
+
+
+def default_cache_dir(project: Path) -> Path:
+    """Where a project's embedding cache lives unless ``cache_dir`` says otherwise:
+    ``$XDG_CACHE_HOME/docpilot/projects/<name>-<hash>/`` (``~/.cache`` by default), outside
+    the project, so neither ``mkdocs build --clean``-style cleans nor ``zensical build
+    --clean`` (which deletes ``.cache/``) remove it; keyed by the project directory's
+    absolute path, so two projects never share one."""
+    where = project.resolve()
+    key = hashlib.sha256(str(where).encode()).hexdigest()[:12]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "docpilot" / "projects" / f"{where.name or 'root'}-{key}"
+
+
+def resolve_cache_dir(configured: str, project: Path) -> Path:
+    """The cache folder for an option value: the schema's default means
+    `default_cache_dir`; anything else is taken relative to ``project`` (the folder of
+    mkdocs.yml for the plugin, the working folder for `docpilot index`)."""
+    from .options import DEFAULT_CACHE_DIR
+
+    if configured == DEFAULT_CACHE_DIR:
+        return default_cache_dir(project)
+    return project / Path(configured).expanduser()
 
 
 def cache_key(embedder_id: str, dims: int, text: str) -> bytes:
