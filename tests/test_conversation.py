@@ -3,7 +3,8 @@
 Real turns on the real example-site bundle (hybrid, default embedder) and on the same
 bundle in lexical mode (what static mode runs): an uncovered question asked after a
 covered turn stays refused; an elliptical follow-up still passes on the composed question.
-None of these questions is a calibration probe or a dev-set question.
+None of these questions is a calibration probe (or a variant of one) or a dev-set
+question; each uncovered one was carried past the gate in hybrid mode before the rule.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def turn(runtime: Runtime, question: str, earlier: str | None = None) -> dict[st
     ("earlier", "question"),
     [
         (PROXY, "What's a good recipe for banana bread?"),
-        (PROXY, "Who painted the Mona Lisa?"),
+        (PROXY, "Who composed the Moonlight Sonata?"),
+        (CONTAINER, "Who composed the Moonlight Sonata?"),
         (CONTAINER, "what is the weather in Paris tomorrow?"),
         (PROXY, "what is the weather in Paris tomorrow?"),
     ],

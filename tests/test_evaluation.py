@@ -89,8 +89,8 @@ def docpilot_eval(*args: str) -> subprocess.CompletedProcess[str]:
 CLI_QUESTIONS: list[object] = [
     {"question": "How do I exclude a page from the assistant with front matter?",
      "kind": "answerable", "expect_pages": ["reference/plugin-configuration/"]},
-    {"question": "Who painted the Mona Lisa?", "kind": "unrelated"},
-    {"question": "Who painted the Mona Lisa?", "kind": "followup_unrelated",
+    {"question": "Who composed the Moonlight Sonata?", "kind": "unrelated"},
+    {"question": "Who composed the Moonlight Sonata?", "kind": "followup_unrelated",
      "history": [{"question": "How do I run the runtime behind a reverse proxy?",
                   "kind": "answer", "markdown": "Forward /api/ to it."}]},
     {"question": "and how do I include it again?", "kind": "followup_elliptical",
