@@ -9,10 +9,11 @@ question; each uncovered one was carried past the gate in hybrid mode before the
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
-from docpilot_runtime.evaluation import EvalMode, evaluation_runtime
+from docpilot_runtime.evaluation import EvalMode, evaluate, evaluation_runtime, load_questions
 from docpilot_runtime.retrieval import ask_without_model
 from docpilot_runtime.turn import Runtime
 from docpilot_runtime.types import AskRequest, HistoryItem
@@ -64,3 +65,26 @@ def test_elliptical_follow_up_refused_alone_is_rescued_in_hybrid_mode(example_si
     assert turn(runtime, question)["kind"] == "refusal"
     after = turn(runtime, question, "How do I exclude a page from the assistant?")
     assert after["kind"] == "passages" and after["rescued"] is True
+
+
+DEVSET = Path(__file__).resolve().parents[1] / "benchmarks" / "devsets" / "example-site"
+
+
+def test_example_site_test_half_no_uncovered_question_is_carried_by_a_covered_turn(
+    runtime: Runtime,
+) -> None:
+    """The done-when figure on one small test half: uncovered questions refused alone stay
+    refused after a covered turn; elliptical ones keep page recall@5 with their history."""
+    questions = load_questions(DEVSET / "test.jsonl")
+    unrelated = [q for q in questions if q.kind == "followup_unrelated"]
+    with_history = evaluate(runtime, unrelated).outcomes
+    alone = evaluate(runtime, [dataclasses.replace(q, history=()) for q in unrelated]).outcomes
+    carried = [
+        h.question for a, h in zip(alone, with_history, strict=True) if h.answered and not a.answered
+    ]
+    assert carried == []
+    elliptical = [q for q in questions if q.kind == "followup_elliptical"]
+    r5 = evaluate(runtime, elliptical).kinds["followup_elliptical"].recall_at_5
+    bare = [dataclasses.replace(q, history=()) for q in elliptical]
+    r5_alone = evaluate(runtime, bare).kinds["followup_elliptical"].recall_at_5
+    assert r5 is not None and r5_alone is not None and r5 >= r5_alone
