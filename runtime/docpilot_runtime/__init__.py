@@ -8,6 +8,7 @@ The public API (the `docpilot` CLI and the MkDocs plugin wrap the same functions
     dp.index_built_site("site/", settings.index, settings.widget)
     runtime = dp.load_runtime("site/", settings)
     result = dp.ask(runtime, "How do I exclude a page?")
+    report = dp.evaluate_site("site/", "questions.jsonl")  # per-kind figures
     app = dp.create_app("site/", settings)            # a Starlette app
 
 Names are imported on first use (PEP 562), so `import docpilot_runtime` stays cheap, and
@@ -28,10 +29,12 @@ _EXPORTS = {
     "IndexResult": "api",
     "ask": "api",
     "create_app": "api",
+    "evaluate_site": "api",
     "index_built_site": "api",
     "load_runtime": "api",
     "BundleError": "bundle",
     "BuildError": "index.build",
+    "EvalError": "evaluation",
     "IndexOptions": "index.options",
     "OptionsError": "schema",
     "Settings": "settings",
@@ -47,6 +50,7 @@ __all__ = [
     "AskRequest",
     "BuildError",
     "BundleError",
+    "EvalError",
     "IndexOptions",
     "IndexResult",
     "OptionsError",
@@ -59,6 +63,7 @@ __all__ = [
     "__version__",
     "ask",
     "create_app",
+    "evaluate_site",
     "index_built_site",
     "load_runtime",
     "load_settings",

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from .embedders import Embedder
+    from .evaluation import EvalMode, Report
     from .turn import Runtime
 
 _LANG = re.compile(rb"<html[^>]*\blang=[\"']([^\"']+)[\"']", re.I)
@@ -138,3 +139,20 @@ def ask(
         body["history"] = [dict(item) for item in history]
     request = parse_ask_request(body, runtime.settings.limits)
     return asyncio.run(runtime.ask(request))
+
+
+def evaluate_site(
+    site_dir: str | os.PathLike[str],
+    questions: str | os.PathLike[str],
+    *,
+    mode: EvalMode = "bundle",
+    with_context: bool = False,
+    settings: Settings | None = None,
+) -> Report:
+    """Every question of a JSON-lines set asked as one turn of the built site, with no
+    model, summarised per kind (`docpilot eval`). ``mode="lexical"`` evaluates the same
+    bundle without its dense channel. Raises EvalError naming file, line and field."""
+    from .evaluation import evaluate, evaluation_runtime, load_questions
+
+    asked = load_questions(Path(questions))
+    return evaluate(evaluation_runtime(Path(site_dir), mode, settings), asked, with_context)

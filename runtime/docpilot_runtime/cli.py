@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from .api import ask, create_app, index_built_site, load_runtime
 from .bundle import BundleError
 from .embedders import EmbedderError
+from .evaluation import EvalError
 from .index.build import BuildError
 from .records import RecordsError
 from .schema import OptionsError
@@ -128,6 +129,24 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .api import evaluate_site
+    from .evaluation import format_report
+
+    report = evaluate_site(
+        args.site_dir,
+        args.questions,
+        mode=args.mode,
+        with_context=args.with_context,
+        settings=_settings(args),
+    )
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(format_report(report))
+    return 0
+
+
 def _records(args: argparse.Namespace) -> Any:
     """The records database named by the settings (spool drained first)."""
     from .records.export import open_records
@@ -229,6 +248,24 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--config", help="runtime settings file (TOML)")
     ask.set_defaults(run=cmd_ask)
 
+    evaluation = verbs.add_parser(
+        "eval", help="how well the bundle answers and refuses a question set (per kind)"
+    )
+    evaluation.add_argument("site_dir", help="the built site, with its docpilot/ bundle")
+    evaluation.add_argument("questions", help="question set, JSON lines (see the CLI reference)")
+    evaluation.add_argument("--json", action="store_true", help="print the report as JSON")
+    evaluation.add_argument(
+        "--mode",
+        choices=["bundle", "lexical"],
+        default="bundle",
+        help="bundle: the bundle's own mode (hybrid with an embedder); lexical: no dense channel",
+    )
+    evaluation.add_argument(
+        "--with-context", action="store_true", help="send each question's pasted 'context'"
+    )
+    evaluation.add_argument("--config", help="runtime settings file (TOML); models are not called")
+    evaluation.set_defaults(run=cmd_eval)
+
     records = verbs.add_parser("records", help="the turn records: export or delete")
     records_verbs = records.add_subparsers(dest="records_verb", required=True)
     export = records_verbs.add_parser("export", help="every turn as JSON lines on stdout")
@@ -282,6 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         EmbedderError,
         OptionsError,
         RecordsError,
+        EvalError,
     ) as exc:
         print(f"docpilot: error: {exc}", file=sys.stderr)
         return 2

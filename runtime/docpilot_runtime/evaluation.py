@@ -23,13 +23,20 @@ refusal. Page recall@k reads the distinct pages of the result's ``ranked`` units
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from .retrieval import Searcher, Site
 from .types import AskRequest, HistoryItem
+
+if TYPE_CHECKING:
+    from .turn import Runtime
+
+EvalMode = Literal["bundle", "lexical"]
 
 KINDS = (
     "answerable",
@@ -143,6 +150,7 @@ class Outcome:
     result_kind: str
     confidence: int | None
     rescued: bool
+    retriever: str | None
     rank: int | None  # 1-based rank of the first expected page among the ranked pages
     pages: tuple[str, ...]  # the first five distinct ranked pages
 
@@ -192,6 +200,7 @@ def outcome(question: EvalQuestion, result: dict[str, Any]) -> Outcome:
         result_kind=result["kind"],
         confidence=result.get("confidence"),
         rescued=bool(result.get("rescued")),
+        retriever=result.get("retriever"),
         rank=rank,
         pages=tuple(pages[:5]),
     )
@@ -231,6 +240,33 @@ def summarise(outcomes: Sequence[Outcome]) -> Report:
         balanced_accuracy=balanced,
         outcomes=list(outcomes),
     )
+
+
+def lexical_site(site: Site) -> Site:
+    """The same bundle with no dense channel: what the server answers with when the
+    query embedder is unavailable (and, by the shared core, what static mode answers)."""
+    searcher = Searcher(site.searcher.lexical, None, site.params)
+    return Site(prefix=site.prefix, bundle=site.bundle, searcher=searcher)
+
+
+def lexical_runtime(runtime: Runtime) -> Runtime:
+    """``runtime`` with every site in lexical mode (and no model, as `evaluate` wants)."""
+    return dataclasses.replace(
+        runtime, sites=[lexical_site(s) for s in runtime.sites], providers=[], recorder=None
+    )
+
+
+def evaluation_runtime(
+    site_dir: str | Path, mode: EvalMode = "bundle", settings: Any = None
+) -> Runtime:
+    """A built site's runtime for evaluation: no model (the gate and retrieval are
+    measured, not a model's wording), nothing recorded; ``mode="lexical"`` drops the
+    dense channel. Raises BundleError naming the file."""
+    from .turn import load_runtime
+
+    runtime = load_runtime(site_dir, settings)
+    runtime = dataclasses.replace(runtime, providers=[], recorder=None)
+    return lexical_runtime(runtime) if mode == "lexical" else runtime
 
 
 async def evaluate_async(

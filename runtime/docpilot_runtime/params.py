@@ -51,6 +51,16 @@ class RetrievalParams:
       noise into a full vote.
     * ``off_topic_quantile`` (0.95), ``threshold_range`` (0.1, 0.75): the threshold is
       the score that this share of everyday off-topic questions stay below, clamped.
+    * ``rescue_unseen_terms`` (0): a follow-up the gate refuses may still pass on the
+      composed question (earlier question + follow-up) only when at most this many of its
+      own terms (beyond the earlier question's) are absent from the corpus. Measured on
+      the dev sets' tune halves (``benchmarks/bench_conversation.py --features``): every
+      English elliptical follow-up had 0 such terms, every uncovered follow-up the
+      composed channel carried past the gate had 1-5 (its subject: "banana bread",
+      "Okta", "licence"); neither the follow-up's own gate score, its length, nor the
+      share of its terms the composed winner holds separated the two. Follow-ups in a
+      language the corpus is not written in also have unseen terms and are no longer
+      rescued: there the lexical channel cannot tell a follow-up from a new question.
     """
 
     rrf_k: int = 60
@@ -91,6 +101,7 @@ class RetrievalParams:
     )
     off_topic_quantile: float = 0.95
     threshold_range: tuple[float, float] = (0.1, 0.75)
+    rescue_unseen_terms: int = 0
 
 
 DEFAULT_PARAMS = RetrievalParams()

@@ -139,17 +139,28 @@ class Searcher:
         return Ranking(order=order, mode="hybrid", signals=signals, lexical=lexical, dense=dense)
 
 
-def composed_question(history: Sequence[HistoryItem], question: str) -> str | None:
-    """The follow-up composed with the last *answered* question (and the one before it
-    when that turn was itself rescued by this channel); refused turns never anchor it."""
+def anchor_questions(history: Sequence[HistoryItem]) -> list[str]:
+    """The earlier questions a follow-up is composed with: the last *answered* one (and
+    the one before it when that turn was itself rescued); refused turns never anchor it."""
     answered = [h for h in history if h.kind in COMPLETED_KINDS]
     if not answered:
-        return None
+        return []
     last = answered[-1]
     parts = [last.question]
     if last.rescued and len(answered) > 1:
         parts.insert(0, answered[-2].question)
-    return " ".join([*parts, question])
+    return parts
+
+
+def own_unseen_terms(index: LexicalScorer, anchors: Sequence[str], question: str) -> int:
+    """How many of the follow-up's own terms (beyond its anchors') the corpus never uses.
+
+    Such a term names a subject no unit covers, so the composed question could pass
+    only on the earlier turn's words: "banana bread" after a covered question."""
+    earlier = {t for a in anchors for t in query_terms(a)}
+    return sum(
+        1 for t in query_terms(question) if t not in earlier and index.document_frequency(t) == 0
+    )
 
 
 @dataclass(frozen=True)
@@ -307,14 +318,20 @@ class Site:
         )
         return best[: self.params.page_first_units]
 
+    def may_rescue(self, anchors: Sequence[str], question: str) -> bool:
+        """Whether a follow-up the gate refused may pass on the composed question: only
+        when its own subject is one the corpus covers (``RetrievalParams.rescue_unseen_terms``)."""
+        unseen = own_unseen_terms(self.searcher.lexical, anchors, question)
+        return unseen <= self.params.rescue_unseen_terms
+
     def retrieve(self, request: AskRequest) -> Retrieval:
         """Stage 3: retrieval and the gate, with the composed follow-up as a rescue."""
         ranking = self.search(request.question)
         passed, score, conf = self.judge(ranking)
         rescued = False
-        composed = composed_question(request.history, request.question)
-        if composed is not None and not passed:
-            composed_ranking = self.search(composed)
+        anchors = anchor_questions(request.history)
+        if anchors and not passed and self.may_rescue(anchors, request.question):
+            composed_ranking = self.search(" ".join([*anchors, request.question]))
             c_passed, c_score, c_conf = self.judge(composed_ranking)
             if c_passed:
                 ranking, passed, score, conf, rescued = (
