@@ -25,7 +25,7 @@ from docpilot_runtime.site_loader import load_site
 from docpilot_runtime.types import AskRequest
 from servers.anthropic_messages import AnthropicServer, Fault, ScriptedServer, answer_reply
 from servers.openai_chat import OpenAIChatServer
-from servers.runtime import RunningServer, serve_app
+from servers.runtime import NO_CAPS, RunningServer, serve_app
 
 QUESTION = "How do I exclude a page from the assistant?"
 ABANDONED_SSE = 300
@@ -54,7 +54,7 @@ def running(example_site: Path, provider_server: ScriptedServer) -> Iterator[Run
     provider = ProviderSettings(
         kind=kind, base_url=provider_server.base_url, model=f"{kind}-test", retries=0
     )
-    with serve_app(create_app(example_site, Settings(providers=(provider,)))) as live:
+    with serve_app(create_app(example_site, Settings(providers=(provider,), caps=NO_CAPS))) as live:
         yield live
 
 

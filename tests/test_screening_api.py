@@ -17,7 +17,7 @@ from docpilot_runtime.app import create_app
 from docpilot_runtime.providers import ProviderSettings
 from docpilot_runtime.settings import Settings
 from servers.anthropic_messages import AnthropicServer, answer_reply
-from servers.runtime import serve_app
+from servers.runtime import NO_CAPS, serve_app
 from test_screening import PLACES, QUESTION, SECRETS, _body
 
 
@@ -38,7 +38,7 @@ def scripted(example_site: Path) -> Iterator[tuple[AnthropicServer, httpx.Client
             kind="anthropic", base_url=model.base_url, model="anthropic-test-model"
         )
         with (
-            serve_app(create_app(example_site, Settings(providers=(provider,)))) as running,
+            serve_app(create_app(example_site, Settings(providers=(provider,), caps=NO_CAPS))) as running,
             httpx.Client(base_url=running.base_url, timeout=60) as client,
         ):
             yield model, client

@@ -81,12 +81,15 @@ def serve_app(
             raise RuntimeError(f"uvicorn did not stop within {SHUTDOWN_DEADLINE} s")
 
 
+# Every test server answers one loopback address; the caps have their own tests.
+NO_CAPS = LimitSettings(answers_per_minute=0, answers_per_minute_per_client=0)
+
+
 def example_settings() -> Settings:
     """Default settings plus one allowed CORS origin (``ALLOWED_ORIGIN``), with the rate
     caps off: every test shares this server from one loopback address (the caps have
     their own tests, on their own servers)."""
-    no_caps = LimitSettings(answers_per_minute=0, answers_per_minute_per_client=0)
-    return Settings(cors_origins=(ALLOWED_ORIGIN,), caps=no_caps)
+    return Settings(cors_origins=(ALLOWED_ORIGIN,), caps=NO_CAPS)
 
 
 @pytest.fixture(scope="session")
