@@ -5,6 +5,11 @@ front-matter exclusions) to the indexer, which writes `site/docpilot/bundle.msgp
 Excluded pages also get `<meta name="docpilot" content="noindex">`, so a later
 `docpilot index site/` honours the same exclusion.
 
+Under `--dirty` (`mkdocs build --dirty`, `mkdocs serve --dirty`) MkDocs rebuilds only the
+edited pages; the pages it left alone are read back from the site dir as they were last
+written (with their noindex tag), so the bundle still covers the whole site and the
+embedding cache keeps every unit.
+
 The reader's widget: every page gets its configuration (a JSON script block) and a
 module script tag before `</body>`, with a relative path so the site works under a
 sub-path; the widget's files are copied into `site/docpilot/` after the build.
@@ -28,12 +33,14 @@ from docpilot_runtime.widget import WidgetOptions, inject, script_src, widget_co
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
+from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
 from .config import DocPilotConfig
 
 log = logging.getLogger("mkdocs.plugins.docpilot")
 NOINDEX_META = '<meta name="docpilot" content="noindex">'
+_NOINDEX = NOINDEX_META.encode()
 WHERE = "mkdocs.yml plugins.docpilot"
 
 
@@ -44,9 +51,33 @@ def _excluded_by_front_matter(page: Page) -> bool:
     return isinstance(value, dict) and bool(value.get("exclude"))
 
 
+def pages_left_unbuilt(
+    site_dir: Path, site_pages: list[tuple[str, str]], built: list[PageSource]
+) -> list[PageSource]:
+    """The site's pages MkDocs did not rebuild this time, as their last build wrote them.
+
+    ``site_pages`` is every documentation page as (source path, built path); a page
+    whose built file is missing is not on the site, so it is left out.
+    """
+    seen = {p.url for p in built}
+    kept = []
+    for src, dest in site_pages:
+        url = page_url(dest)
+        if url in seen:
+            continue
+        path = site_dir / dest
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        kept.append(PageSource(path=path, url=url, excluded=_NOINDEX in raw, src=src))
+    return kept
+
+
 class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-call]
     def __init__(self) -> None:
         self.pages: list[PageSource] = []
+        self.site_pages: list[tuple[str, str]] = []
         self.options: IndexOptions | None = None
         self.widget: dict[str, Any] | None = None
         self.widget_options = WidgetOptions(widget=False)
@@ -85,6 +116,10 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self.pages = []
 
+    def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
+        self.site_pages = [(f.src_uri, f.dest_uri) for f in files.documentation_pages()]
+        return files
+
     def on_post_page(self, output: str, *, page: Page, config: MkDocsConfig) -> str | None:
         if not self.config.enabled:
             return output
@@ -118,7 +153,9 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
                 config.site_dir,
                 self.options,
                 self.widget_options,
-                pages=self.pages,
+                pages=self.pages + pages_left_unbuilt(
+                    Path(config.site_dir), self.site_pages, self.pages
+                ),
                 embedder=self._load_embedder(self.options),
                 tag_pages=False,  # on_post_page tagged each page as MkDocs wrote it
                 warn=log.warning,
