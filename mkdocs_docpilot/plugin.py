@@ -17,7 +17,7 @@ sub-path; the widget's files are copied into `site/docpilot/` after the build.
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +32,15 @@ from docpilot_runtime.static_assets import BrowserRuntimeError
 from docpilot_runtime.widget import WidgetOptions, inject, script_src, widget_config, widget_tags
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import BasePlugin
+from mkdocs.plugins import BasePlugin, get_plugin_logger
 from mkdocs.structure.files import Files
 from mkdocs.structure.pages import Page
 
 from .config import DocPilotConfig
 
-log = logging.getLogger("mkdocs.plugins.docpilot")
+# MkDocs' plugin logger: every message starts with "docpilot: ". Warnings are for what is
+# misconfigured (a --strict build fails on them); notes about one page are info.
+log = get_plugin_logger("docpilot")
 NOINDEX_META = '<meta name="docpilot" content="noindex">'
 _NOINDEX = NOINDEX_META.encode()
 WHERE = "mkdocs.yml plugins.docpilot"
@@ -52,7 +54,10 @@ def _excluded_by_front_matter(page: Page) -> bool:
 
 
 def pages_left_unbuilt(
-    site_dir: Path, site_pages: list[tuple[str, str]], built: list[PageSource]
+    site_dir: Path,
+    site_pages: list[tuple[str, str]],
+    built: list[PageSource],
+    label: Callable[[str], str],
 ) -> list[PageSource]:
     """The site's pages MkDocs did not rebuild this time, as their last build wrote them.
 
@@ -70,7 +75,9 @@ def pages_left_unbuilt(
             raw = path.read_bytes()
         except FileNotFoundError:
             continue
-        kept.append(PageSource(path=path, url=url, excluded=_NOINDEX in raw, src=src))
+        kept.append(
+            PageSource(path=path, url=url, excluded=_NOINDEX in raw, src=src, label=label(src))
+        )
     return kept
 
 
@@ -78,6 +85,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
     def __init__(self) -> None:
         self.pages: list[PageSource] = []
         self.site_pages: list[tuple[str, str]] = []
+        self.docs_prefix = Path("docs")
         self.options: IndexOptions | None = None
         self.widget: dict[str, Any] | None = None
         self.widget_options = WidgetOptions(widget=False)
@@ -99,6 +107,9 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         values["cache_dir"] = str(
             Path(config.config_file_path or ".").parent / self.config.cache_dir
         )
+        project = Path(config.config_file_path or ".").parent.resolve()
+        docs = Path(config.docs_dir).resolve()
+        self.docs_prefix = docs.relative_to(project) if docs.is_relative_to(project) else docs
         values["site_name"] = config.site_name
         values["site_url"] = config.site_url or ""
         language = str(config.theme.get("language") or "")
@@ -131,6 +142,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
                 url=page_url(page.file.dest_uri),
                 excluded=excluded,
                 src=page.file.src_uri,
+                label=self._label(page.file.src_uri),
             )
         )
         if excluded and "<head>" in output:
@@ -138,6 +150,10 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         if self.widget is not None:
             output = inject(output, widget_tags(self.widget, script_src(self.pages[-1].url)))
         return output
+
+    def _label(self, src: str) -> str:
+        """A page's source as the owner sees it: "docs/guide.md", relative to mkdocs.yml."""
+        return (self.docs_prefix / src).as_posix()
 
     def _load_embedder(self, options: IndexOptions) -> Embedder | None:
         if self._embedder_key != options.embedder:
@@ -154,14 +170,16 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
                 self.options,
                 self.widget_options,
                 pages=self.pages + pages_left_unbuilt(
-                    Path(config.site_dir), self.site_pages, self.pages
+                    Path(config.site_dir), self.site_pages, self.pages, self._label
                 ),
                 embedder=self._load_embedder(self.options),
                 tag_pages=False,  # on_post_page tagged each page as MkDocs wrote it
                 warn=log.warning,
+                note=log.info,
                 log=log.info,
             )
         except (BuildError, EmbedderError, BrowserRuntimeError) as exc:
             # Without Pyodide the widget sends nothing (it cannot check for secrets).
-            raise PluginError(f"DocPilot: {exc}") from None
-        log.info(result.summary())
+            raise PluginError(f"docpilot: {exc}") from None
+        for line in result.summary().splitlines():
+            log.info(line.removeprefix("DocPilot: "))

@@ -66,6 +66,7 @@ def index_built_site(
     embedder: Embedder | None = None,
     tag_pages: bool = True,
     warn: Log | None = None,
+    note: Log | None = None,
     log: Log = lambda _message: None,
 ) -> IndexResult:
     """Write the bundle for an already built site and install the reader's widget.
@@ -81,7 +82,7 @@ def index_built_site(
     widget = widget or WidgetOptions()
     # One order for every caller, so the plugin and `docpilot index` write the same bytes.
     all_pages = sorted(collect_pages(site) if pages is None else pages, key=lambda p: p.url)
-    report = index_site(site, options, pages=all_pages, embedder=embedder, warn=warn)
+    report = index_site(site, options, pages=all_pages, embedder=embedder, warn=warn, note=note)
     if not widget.widget:
         return IndexResult(report, widget=False)
     tagged = None

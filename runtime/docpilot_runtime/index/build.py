@@ -52,6 +52,10 @@ class PageSource:
     url: str  # site-root-relative with a leading slash: "/", "/guide/setup/"
     excluded: bool = False
     src: str = ""  # the Markdown source path, when the generator told us
+    label: str = ""  # how messages name the page (its source, "docs/guide.md"); else path
+
+    def name(self) -> str:
+        return self.label or str(self.path)
 
 
 @dataclass
@@ -66,6 +70,7 @@ class BuildReport:
     seconds: float
     index_seconds: float  # the indexing step alone: parsing, embedding, BM25
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # per-page remarks, info-level
     probes_embedded: int = 0  # gate calibration queries embedded (cache misses)
 
     def summary(self) -> str:
@@ -173,7 +178,13 @@ class LastBuild:
 
     path: Path
 
-    def restore(self, key: bytes, report: BuildReport, warn: Callable[[str], None]) -> bool:
+    def restore(
+        self,
+        key: bytes,
+        report: BuildReport,
+        warn: Callable[[str], None],
+        note: Callable[[str], None],
+    ) -> bool:
         try:
             saved = msgpack.unpackb(self.path.read_bytes(), raw=False)
             if saved["key"] != key:
@@ -191,6 +202,8 @@ class LastBuild:
         report.bundle_bytes, report.cached = len(bundle), saved["units"]
         for message in saved["warnings"]:
             warn(message)
+        for message in saved.get("notes", []):
+            note(message)
         return True
 
     def save(self, key: bytes, bundle: bytes, report: BuildReport) -> None:
@@ -200,6 +213,7 @@ class LastBuild:
             "pages": report.pages,
             "units": report.units,
             "warnings": list(report.warnings),
+            "notes": list(report.notes),
         }
         with contextlib.suppress(OSError):  # then the next build is a full one
             write_atomic(self.path, msgpack.packb(record, use_bin_type=True))
@@ -220,12 +234,21 @@ def index_site(
     pages: Sequence[PageSource] | None = None,
     embedder: Embedder | None = None,
     warn: Callable[[str], None] | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> BuildReport:
     """Index a built site and write its bundle. Raises BuildError, writing nothing.
 
     ``pages`` defaults to every HTML file under ``site_dir``; ``embedder`` defaults to
     the one ``options`` names (pass one to reuse a loaded model across builds).
+    ``warn`` gets what is misconfigured (a strict build fails on it); ``note`` gets
+    per-page remarks (an empty page, a heading with no text), which are not.
     """
+    notes: list[str] = []
+
+    def _note(message: str) -> None:
+        notes.append(message)
+        (note or log.info)(message)
+
     started = time.perf_counter()
     site = Path(site_dir)
     _check_writable(site)
@@ -246,6 +269,7 @@ def index_site(
         seconds=0.0,
         index_seconds=0.0,
         warnings=warnings,
+        notes=notes,
     )
     sources = list(pages) if pages is not None else collect_pages(site)
     contents = []
@@ -256,7 +280,7 @@ def index_site(
             raise BuildError(f"{source.path}: cannot read ({exc.strerror})") from None
     key = _build_key(options, embedder, sources, contents)
     last = LastBuild(Path(options.cache_dir) / LAST_BUILD_NAME)
-    if last.restore(key, report, _warn):
+    if last.restore(key, report, _warn, _note):
         report.index_seconds = report.seconds = time.perf_counter() - started
         return report
     page_rows: list[dict[str, Any]] = []
@@ -269,14 +293,16 @@ def index_site(
         if parsed.redirect:
             continue
         if not raw.strip():
-            _warn(f"{source.path}: empty page; it has no sections to index")
+            _note(f"{source.name()}: empty page; it has no sections to index")
         index = len(page_rows)
         page_rows.append({"url": source.url, "title": parsed.title, "ids": parsed.ids})
         if source.excluded or parsed.noindex or is_excluded(source, options.exclude):
             continue
-        found = page_units(parsed, source.url, index, options.max_section_chars, _warn)
+        found = page_units(
+            parsed, source.url, index, options.max_section_chars, _note, source.label
+        )
         if not found and raw.strip():
-            _warn(f"{source.path}: no text to index")
+            _note(f"{source.name()}: no text to index")
         units.extend(found)
     report.pages = len(page_rows)
     report.units = len(units)
