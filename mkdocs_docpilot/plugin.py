@@ -34,6 +34,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, get_plugin_logger
 from mkdocs.structure.files import Files
+from mkdocs.structure.nav import Navigation
 from mkdocs.structure.pages import Page
 
 from .config import DocPilotConfig
@@ -58,6 +59,7 @@ def pages_left_unbuilt(
     site_pages: list[tuple[str, str]],
     built: list[PageSource],
     label: Callable[[str], str],
+    nav_order: dict[str, int],
 ) -> list[PageSource]:
     """The site's pages MkDocs did not rebuild this time, as their last build wrote them.
 
@@ -76,7 +78,14 @@ def pages_left_unbuilt(
         except FileNotFoundError:
             continue
         kept.append(
-            PageSource(path=path, url=url, excluded=_NOINDEX in raw, src=src, label=label(src))
+            PageSource(
+                path=path,
+                url=url,
+                excluded=_NOINDEX in raw,
+                src=src,
+                label=label(src),
+                nav_index=nav_order.get(src),
+            )
         )
     return kept
 
@@ -85,6 +94,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
     def __init__(self) -> None:
         self.pages: list[PageSource] = []
         self.site_pages: list[tuple[str, str]] = []
+        self.nav_order: dict[str, int] = {}  # source path -> place in the nav
         self.docs_prefix = Path("docs")
         self.options: IndexOptions | None = None
         self.widget: dict[str, Any] | None = None
@@ -131,6 +141,11 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         self.site_pages = [(f.src_uri, f.dest_uri) for f in files.documentation_pages()]
         return files
 
+    def on_nav(self, nav: Navigation, *, config: MkDocsConfig, files: Files) -> Navigation:
+        # Text repeated across pages is indexed on the first page in the nav that has it.
+        self.nav_order = {page.file.src_uri: i for i, page in enumerate(nav.pages)}
+        return nav
+
     def on_post_page(self, output: str, *, page: Page, config: MkDocsConfig) -> str | None:
         if not self.config.enabled:
             return output
@@ -143,6 +158,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
                 excluded=excluded,
                 src=page.file.src_uri,
                 label=self._label(page.file.src_uri),
+                nav_index=self.nav_order.get(page.file.src_uri),
             )
         )
         if excluded and "<head>" in output:
@@ -170,7 +186,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
                 self.options,
                 self.widget_options,
                 pages=self.pages + pages_left_unbuilt(
-                    Path(config.site_dir), self.site_pages, self.pages, self._label
+                    Path(config.site_dir), self.site_pages, self.pages, self._label, self.nav_order
                 ),
                 embedder=self._load_embedder(self.options),
                 tag_pages=False,  # on_post_page tagged each page as MkDocs wrote it

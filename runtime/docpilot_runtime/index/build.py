@@ -30,6 +30,7 @@ from .cache import EmbeddingCache, cache_key
 from .calibrate import calibrate_gate
 from .html_sections import PageError, parse_page
 from .options import IndexOptions
+from .repeats import index_repeats_once
 from .site_name import site_name_from_pages
 from .units import Unit, page_units
 
@@ -53,6 +54,7 @@ class PageSource:
     excluded: bool = False
     src: str = ""  # the Markdown source path, when the generator told us
     label: str = ""  # how messages name the page (its source, "docs/guide.md"); else path
+    nav_index: int | None = None  # its place in the site's nav, when the generator told us
 
     def name(self) -> str:
         return self.label or str(self.path)
@@ -166,6 +168,7 @@ def _build_key(
         digest.update(f"{embedder.name}/{embedder.model}/{embedder.dims}\0".encode())
     for source, raw in zip(sources, contents, strict=True):
         digest.update(f"{source.url}\0{source.excluded}\0{source.src}\0".encode())
+        digest.update(f"{source.nav_index}\0".encode())
         digest.update(hashlib.sha256(raw).digest())
     return digest.digest()
 
@@ -304,6 +307,10 @@ def index_site(
         if not found and raw.strip():
             _note(f"{source.name()}: no text to index")
         units.extend(found)
+    units = index_repeats_once(
+        units,
+        {s.url: s.nav_index for s in sources if s.nav_index is not None}
+    )
     report.pages = len(page_rows)
     report.units = len(units)
 

@@ -48,6 +48,9 @@ _DROP_CLASSES = {
     "md-annotation__index",
     "linenos",  # line numbers beside highlighted code
     "docpilot-widget",
+    # Material's blog: a post's excerpt on the blog index, archive and category pages.
+    # The post's own page carries the same text, and that is where a citation belongs.
+    "md-post--excerpt",
 }
 _BLOCK_TAGS = {
     "address",
