@@ -17,13 +17,14 @@ sub-path; the widget's files are copied into `site/docpilot/` after the build.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from docpilot_runtime.api import index_built_site
 from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
-from docpilot_runtime.index.build import BuildError, PageSource, page_url
+from docpilot_runtime.index.build import BuildError, PageSource, is_excluded, page_url
+from docpilot_runtime.index.manifest import bundle_entry, record_bundle
 from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.schema import OptionsError
 from docpilot_runtime.settings import build_options
@@ -60,16 +61,18 @@ def pages_left_unbuilt(
     built: list[PageSource],
     label: Callable[[str], str],
     nav_order: dict[str, int],
+    prefix: str = "",
 ) -> list[PageSource]:
     """The site's pages MkDocs did not rebuild this time, as their last build wrote them.
 
     ``site_pages`` is every documentation page as (source path, built path); a page
-    whose built file is missing is not on the site, so it is left out.
+    whose built file is missing is not on the site, so it is left out. ``prefix`` is
+    the language's folder ("de/"): urls are relative to it, as in its own bundle.
     """
     seen = {p.url for p in built}
     kept = []
     for src, dest in site_pages:
-        url = page_url(dest)
+        url = page_url(dest.removeprefix(prefix))
         if url in seen:
             continue
         path = site_dir / dest
@@ -90,12 +93,37 @@ def pages_left_unbuilt(
     return kept
 
 
+def empty_index_warning(pages: list[PageSource], folder: str, exclude: Sequence[str]) -> str:
+    """Why an index ended up empty, so the owner can fix it before readers meet refusals."""
+    where = f"the '{folder.rstrip('/')}' pages" if folder else "the site"
+    excluded = sum(p.excluded or is_excluded(p, exclude) for p in pages)
+    cause = (
+        f"{excluded} of {len(pages)} pages are excluded (front matter or `exclude`) and "
+        "the rest have no text"
+        if pages
+        else "no pages were built"
+    )
+    return f"the index of {where} is empty: {cause}; the assistant will refuse every question"
+
+
+def language_build(config: MkDocsConfig) -> tuple[str, str] | None:
+    """(folder, language) when mkdocs-static-i18n is building one of the site's languages:
+    ("", "en") for the default one at the site root, ("de/", "de") for the others."""
+    i18n = config.plugins.get("i18n")
+    current = getattr(i18n, "current_language", None)
+    if not current:
+        return None
+    default = getattr(i18n, "default_language", None)
+    return ("" if current == default else f"{current}/", str(current))
+
+
 class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-call]
     def __init__(self) -> None:
         self.pages: list[PageSource] = []
         self.site_pages: list[tuple[str, str]] = []
         self.nav_order: dict[str, int] = {}  # source path -> place in the nav
         self.docs_prefix = Path("docs")
+        self.language: tuple[str, str] | None = None  # (folder, language) of an i18n build
         self.options: IndexOptions | None = None
         self.widget: dict[str, Any] | None = None
         self.widget_options = WidgetOptions(widget=False)
@@ -136,6 +164,16 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self.pages = []
+        self.language = language_build(config) if self.config.enabled else None
+        if self.language is not None and self.widget is not None and self.options is not None:
+            # Each language is built in turn; the widget speaks the one being built.
+            theme_language = str(config.theme.get("language") or self.language[1])
+            self.widget = widget_config(
+                self.widget_options, self.options.actions, theme_language, WHERE
+            )
+
+    def _folder(self) -> str:
+        return self.language[0] if self.language else ""
 
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
         self.site_pages = [(f.src_uri, f.dest_uri) for f in files.documentation_pages()]
@@ -154,7 +192,8 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         self.pages.append(
             PageSource(
                 path=site_dir / page.file.dest_uri,
-                url=page_url(page.file.dest_uri),
+                # A language's pages form their own site under its folder.
+                url=page_url(page.file.dest_uri.removeprefix(self._folder())),
                 excluded=excluded,
                 src=page.file.src_uri,
                 label=self._label(page.file.src_uri),
@@ -180,13 +219,16 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         if not self.config.enabled or self.options is None:
             return
+        root = Path(config.site_dir)
+        folder = self._folder()
+        site = root / folder
         try:
             result = index_built_site(
-                config.site_dir,
+                site,
                 self.options,
                 self.widget_options,
                 pages=self.pages + pages_left_unbuilt(
-                    Path(config.site_dir), self.site_pages, self.pages, self._label, self.nav_order
+                    root, self.site_pages, self.pages, self._label, self.nav_order, folder
                 ),
                 embedder=self._load_embedder(self.options),
                 tag_pages=False,  # on_post_page tagged each page as MkDocs wrote it
@@ -197,5 +239,12 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         except (BuildError, EmbedderError, BrowserRuntimeError) as exc:
             # Without Pyodide the widget sends nothing (it cannot check for secrets).
             raise PluginError(f"docpilot: {exc}") from None
+        where = f"/{folder}: " if folder else ""
         for line in result.summary().splitlines():
-            log.info(line.removeprefix("DocPilot: "))
+            log.info(where + line.removeprefix("DocPilot: "))
+        if result.report.units == 0:
+            log.warning(empty_index_warning(self.pages, folder, self.options.exclude))
+        if self.language is not None:
+            entry = bundle_entry(root, result.report.path, self.language[1])
+            record_bundle(root, entry)
+
