@@ -5,6 +5,11 @@ front-matter exclusions) to the indexer, which writes `site/docpilot/bundle.msgp
 Excluded pages also get `<meta name="docpilot" content="noindex">`, so a later
 `docpilot index site/` honours the same exclusion.
 
+Under `--dirty` (`mkdocs build --dirty`, `mkdocs serve --dirty`) MkDocs rebuilds only the
+edited pages; the pages it left alone are read back from the site dir as they were last
+written (with their noindex tag), so the bundle still covers the whole site and the
+embedding cache keeps every unit.
+
 The reader's widget: every page gets its configuration (a JSON script block) and a
 module script tag before `</body>`, with a relative path so the site works under a
 sub-path; the widget's files are copied into `site/docpilot/` after the build.
@@ -12,14 +17,15 @@ sub-path; the widget's files are copied into `site/docpilot/` after the build.
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from docpilot_runtime.api import index_built_site
 from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
-from docpilot_runtime.index.build import BuildError, PageSource, page_url
+from docpilot_runtime.index.build import BuildError, PageSource, is_excluded, page_url
 from docpilot_runtime.index.cache import resolve_cache_dir
+from docpilot_runtime.index.manifest import bundle_entry, record_bundle
 from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.schema import OptionsError
 from docpilot_runtime.settings import build_options
@@ -28,15 +34,18 @@ from docpilot_runtime.static_assets import BrowserRuntimeError
 from docpilot_runtime.widget import WidgetOptions, inject, script_src, widget_config, widget_tags
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import BasePlugin
+from mkdocs.plugins import BasePlugin, get_plugin_logger
 from mkdocs.structure.files import Files
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
 from .config import DocPilotConfig
 
-log = logging.getLogger("mkdocs.plugins.docpilot")
+# MkDocs' plugin logger: every message starts with "docpilot: ". Warnings are for what is
+# misconfigured (a --strict build fails on them); notes about one page are info.
+log = get_plugin_logger("docpilot")
 NOINDEX_META = '<meta name="docpilot" content="noindex">'
+_NOINDEX = NOINDEX_META.encode()
 WHERE = "mkdocs.yml plugins.docpilot"
 
 
@@ -58,9 +67,75 @@ def nav_outline(items: list[Any], section: str) -> list[tuple[str, str]]:
     return out
 
 
+def pages_left_unbuilt(
+    site_dir: Path,
+    site_pages: list[tuple[str, str]],
+    built: list[PageSource],
+    label: Callable[[str], str],
+    nav_order: dict[str, int],
+    prefix: str = "",
+) -> list[PageSource]:
+    """The site's pages MkDocs did not rebuild this time, as their last build wrote them.
+
+    ``site_pages`` is every documentation page as (source path, built path); a page
+    whose built file is missing is not on the site, so it is left out. ``prefix`` is
+    the language's folder ("de/"): urls are relative to it, as in its own bundle.
+    """
+    seen = {p.url for p in built}
+    kept = []
+    for src, dest in site_pages:
+        url = page_url(dest.removeprefix(prefix))
+        if url in seen:
+            continue
+        path = site_dir / dest
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        kept.append(
+            PageSource(
+                path=path,
+                url=url,
+                excluded=_NOINDEX in raw,
+                src=src,
+                label=label(src),
+                nav_index=nav_order.get(src),
+            )
+        )
+    return kept
+
+
+def empty_index_warning(pages: list[PageSource], folder: str, exclude: Sequence[str]) -> str:
+    """Why an index ended up empty, so the owner can fix it before readers meet refusals."""
+    where = f"the '{folder.rstrip('/')}' pages" if folder else "the site"
+    excluded = sum(p.excluded or is_excluded(p, exclude) for p in pages)
+    cause = (
+        f"{excluded} of {len(pages)} pages are excluded (front matter or `exclude`) and "
+        "the rest have no text"
+        if pages
+        else "no pages were built"
+    )
+    return f"the index of {where} is empty: {cause}; the assistant will refuse every question"
+
+
+def language_build(config: MkDocsConfig) -> tuple[str, str] | None:
+    """(folder, language) when mkdocs-static-i18n is building one of the site's languages:
+    ("", "en") for the default one at the site root, ("de/", "de") for the others."""
+    i18n = config.plugins.get("i18n")
+    current = getattr(i18n, "current_language", None)
+    if not current:
+        return None
+    default = getattr(i18n, "default_language", None)
+    return ("" if current == default else f"{current}/", str(current))
+
+
 class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-call]
     def __init__(self) -> None:
         self.pages: list[PageSource] = []
+        self.site_pages: list[tuple[str, str]] = []
+        self.nav_order: dict[str, int] = {}  # source path -> place in the nav
+        self.docs_prefix = Path("docs")
+        self.language: tuple[str, str] | None = None  # (folder, language) of an i18n build
         self.options: IndexOptions | None = None
         self.widget: dict[str, Any] | None = None
         self.widget_options = WidgetOptions(widget=False)
@@ -80,11 +155,13 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         values: dict[str, Any] = {
             k: v for k, v in self.config.items() if k in PLUGIN.names() and k != "enabled"
         }
-        project = Path(config.config_file_path or ".").parent
+        project = Path(config.config_file_path or ".").parent.resolve()
         values["cache_dir"] = str(resolve_cache_dir(self.config.cache_dir, project))
         if values["cache_dir"] != getattr(self, "_cache_said", None):  # once per serve
             log.info(f"docpilot: embedding cache in {values['cache_dir']}")
             self._cache_said = values["cache_dir"]
+        docs = Path(config.docs_dir).resolve()
+        self.docs_prefix = docs.relative_to(project) if docs.is_relative_to(project) else docs
         values["site_name"] = config.site_name
         values["site_url"] = config.site_url or ""
         language = str(config.theme.get("language") or "")
@@ -101,9 +178,27 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
         self.pages = []
+        self.language = language_build(config) if self.config.enabled else None
+        if self.language is not None and self.widget is not None and self.options is not None:
+            # Each language is built in turn; the widget speaks the one being built.
+            theme_language = str(config.theme.get("language") or self.language[1])
+            self.widget = widget_config(
+                self.widget_options, self.options.actions, theme_language, WHERE
+            )
 
-    def on_nav(self, nav: Navigation, *, config: MkDocsConfig, files: Files) -> None:
+    def _folder(self) -> str:
+        return self.language[0] if self.language else ""
+
+    def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
+        self.site_pages = [(f.src_uri, f.dest_uri) for f in files.documentation_pages()]
+        return files
+
+    def on_nav(self, nav: Navigation, *, config: MkDocsConfig, files: Files) -> Navigation:
+        # Text repeated across pages is indexed on the first page in the nav that has it;
+        # llms.txt lists the pages under their top-level nav sections.
+        self.nav_order = {page.file.src_uri: i for i, page in enumerate(nav.pages)}
         self.nav = nav_outline(nav.items, "")
+        return nav
 
     def on_post_page(self, output: str, *, page: Page, config: MkDocsConfig) -> str | None:
         if not self.config.enabled:
@@ -113,9 +208,12 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         self.pages.append(
             PageSource(
                 path=site_dir / page.file.dest_uri,
-                url=page_url(page.file.dest_uri),
+                # A language's pages form their own site under its folder.
+                url=page_url(page.file.dest_uri.removeprefix(self._folder())),
                 excluded=excluded,
                 src=page.file.src_uri,
+                label=self._label(page.file.src_uri),
+                nav_index=self.nav_order.get(page.file.src_uri),
             )
         )
         if excluded and "<head>" in output:
@@ -123,6 +221,10 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         if self.widget is not None:
             output = inject(output, widget_tags(self.widget, script_src(self.pages[-1].url)))
         return output
+
+    def _label(self, src: str) -> str:
+        """A page's source as the owner sees it: "docs/guide.md", relative to mkdocs.yml."""
+        return (self.docs_prefix / src).as_posix()
 
     def _load_embedder(self, options: IndexOptions) -> Embedder | None:
         if self._embedder_key != options.embedder:
@@ -133,19 +235,33 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         if not self.config.enabled or self.options is None:
             return
+        root = Path(config.site_dir)
+        folder = self._folder()
+        site = root / folder
         try:
             result = index_built_site(
-                config.site_dir,
+                site,
                 self.options,
                 self.widget_options,
-                pages=self.pages,
+                pages=self.pages + pages_left_unbuilt(
+                    root, self.site_pages, self.pages, self._label, self.nav_order, folder
+                ),
                 embedder=self._load_embedder(self.options),
                 tag_pages=False,  # on_post_page tagged each page as MkDocs wrote it
                 warn=log.warning,
+                note=log.info,
                 log=log.info,
                 nav=self.nav,
             )
         except (BuildError, EmbedderError, BrowserRuntimeError) as exc:
             # Without Pyodide the widget sends nothing (it cannot check for secrets).
-            raise PluginError(f"DocPilot: {exc}") from None
-        log.info(result.summary())
+            raise PluginError(f"docpilot: {exc}") from None
+        where = f"/{folder}: " if folder else ""
+        for line in result.summary().splitlines():
+            log.info(where + line.removeprefix("DocPilot: "))
+        if result.report.units == 0:
+            log.warning(empty_index_warning(self.pages, folder, self.options.exclude))
+        if self.language is not None:
+            entry = bundle_entry(root, result.report.path, self.language[1])
+            record_bundle(root, entry)
+

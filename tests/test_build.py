@@ -71,7 +71,7 @@ def test_plugin_build_writes_units_on_real_anchors(make_site: SiteFactory) -> No
     assert not any(u.url.startswith("/secret/") for u in bundle.units), "front matter exclusion"
     assert not any(u.url.startswith("/drafts/") for u in bundle.units), "glob exclusion"
     assert "/secret/" in {p.url for p in bundle.pages}, "excluded pages still count for links"
-    assert "DocPilot:" in result.stderr and "units from" in result.stderr
+    assert "docpilot: " in result.stderr and "units from" in result.stderr
 
 
 def test_repeated_changelog_headings_get_distinct_ids(make_site: SiteFactory) -> None:

@@ -89,23 +89,29 @@ def test_not_utf8_page_fails_the_build_naming_it(tmp_path: Path) -> None:
     assert not (tmp_path / "docpilot" / "bundle.msgpack").exists()
 
 
-def test_empty_page_warns_and_is_kept_in_the_page_set(tmp_path: Path) -> None:
+def test_empty_page_is_a_note_not_a_warning_and_is_kept_in_the_page_set(tmp_path: Path) -> None:
     (tmp_path / "index.html").write_bytes(b"<main><h1 id='a'>A</h1><p>ok</p></main>")
     (tmp_path / "empty.html").write_bytes(b"")
     warnings: list[str] = []
+    notes: list[str] = []
     report = index_site(
-        tmp_path, IndexOptions(embedder=EmbedderSpec(name="none")), warn=warnings.append
+        tmp_path,
+        IndexOptions(embedder=EmbedderSpec(name="none"), cache_dir=str(tmp_path / "cache")),
+        warn=warnings.append,
+        note=notes.append,
     )
-    assert any("empty.html: empty page" in w for w in warnings)
+    assert any("empty.html: empty page" in n for n in notes)
+    assert warnings == []
     assert report.units == 1 and report.pages == 2
 
 
-def test_heading_with_no_text_takes_the_parent_title_and_warns() -> None:
+def test_heading_with_no_text_takes_the_parent_title_and_is_noted() -> None:
     html = "<main><h1 id='p'>Page</h1><h2 id='opts'>Options</h2><p>a</p><h3 id='_1'></h3><p>b</p></main>"
-    warnings: list[str] = []
-    units = page_units(parse_page(html, "p.html"), "/p/", 0, warn=warnings.append)
+    notes: list[str] = []
+    parsed = parse_page(html, "p.html")
+    units = page_units(parsed, "/p/", 0, note=notes.append, where="docs/p.md")
     assert units[-1].url == "/p/#_1" and units[-1].title == "Options"
-    assert warnings and "#_1" in warnings[0]
+    assert notes and "#_1" in notes[0] and notes[0].startswith("docs/p.md: ")
 
 
 def test_one_megabyte_page_is_indexed_in_capped_units(tmp_path: Path) -> None:

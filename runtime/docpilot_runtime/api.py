@@ -69,6 +69,7 @@ def index_built_site(
     embedder: Embedder | None = None,
     tag_pages: bool = True,
     warn: Log | None = None,
+    note: Log | None = None,
     log: Log = lambda _message: None,
     nav: Sequence[NavEntry] = (),
 ) -> IndexResult:
@@ -89,7 +90,9 @@ def index_built_site(
     widget = widget or WidgetOptions()
     # One order for every caller, so the plugin and `docpilot index` write the same bytes.
     all_pages = sorted(collect_pages(site) if pages is None else pages, key=lambda p: p.url)
-    report = index_site(site, options, pages=all_pages, embedder=embedder, warn=warn, nav=nav)
+    report = index_site(
+        site, options, pages=all_pages, embedder=embedder, warn=warn, note=note, nav=nav
+    )
     if not widget.widget:
         return IndexResult(report, widget=False)
     tagged = None

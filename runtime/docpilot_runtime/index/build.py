@@ -45,6 +45,7 @@ from .calibrate import calibrate_gate
 from .html_sections import PageError, parse_page
 from .llms_txt import NavEntry, write_agent_files
 from .options import IndexOptions
+from .repeats import index_repeats_once
 from .site_name import site_name_from_pages
 from .units import Unit, page_units
 
@@ -67,6 +68,11 @@ class PageSource:
     url: str  # site-root-relative with a leading slash: "/", "/guide/setup/"
     excluded: bool = False
     src: str = ""  # the Markdown source path, when the generator told us
+    label: str = ""  # how messages name the page (its source, "docs/guide.md"); else path
+    nav_index: int | None = None  # its place in the site's nav, when the generator told us
+
+    def name(self) -> str:
+        return self.label or str(self.path)
 
 
 @dataclass
@@ -81,6 +87,7 @@ class BuildReport:
     seconds: float
     index_seconds: float  # the indexing step alone: parsing, embedding, BM25
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # per-page remarks, info-level
     probes_embedded: int = 0  # gate calibration queries embedded (cache misses)
     bundle: Bundle | None = None  # what was written, decoded: static.json derives from it
 
@@ -177,6 +184,7 @@ def _build_key(
         digest.update(f"{embedder.name}/{embedder.model}/{embedder.dims}\0".encode())
     for source, raw in zip(sources, contents, strict=True):
         digest.update(f"{source.url}\0{source.excluded}\0{source.src}\0".encode())
+        digest.update(f"{source.nav_index}\0".encode())
         digest.update(hashlib.sha256(raw).digest())
     return digest.digest()
 
@@ -189,7 +197,13 @@ class LastBuild:
 
     path: Path
 
-    def restore(self, key: bytes, report: BuildReport, warn: Callable[[str], None]) -> bool:
+    def restore(
+        self,
+        key: bytes,
+        report: BuildReport,
+        warn: Callable[[str], None],
+        note: Callable[[str], None],
+    ) -> bool:
         try:
             saved = msgpack.unpackb(self.path.read_bytes(), raw=False)
             if saved["key"] != key:
@@ -211,6 +225,8 @@ class LastBuild:
         report.bundle_bytes, report.cached = len(bundle), saved["units"]
         for message in saved["warnings"]:
             warn(message)
+        for message in saved.get("notes", []):
+            note(message)
         return True
 
     def save(self, key: bytes, bundle: bytes, report: BuildReport) -> None:
@@ -220,6 +236,7 @@ class LastBuild:
             "pages": report.pages,
             "units": report.units,
             "warnings": list(report.warnings),
+            "notes": list(report.notes),
         }
         with contextlib.suppress(OSError):  # then the next build is a full one
             write_atomic(self.path, msgpack.packb(record, use_bin_type=True))
@@ -241,12 +258,21 @@ def index_site(
     embedder: Embedder | None = None,
     warn: Callable[[str], None] | None = None,
     nav: Sequence[NavEntry] = (),
+    note: Callable[[str], None] | None = None,
 ) -> BuildReport:
     """Index a built site and write its bundle. Raises BuildError, writing nothing.
 
     ``pages`` defaults to every HTML file under ``site_dir``; ``embedder`` defaults to
     the one ``options`` names (pass one to reuse a loaded model across builds).
+    ``warn`` gets what is misconfigured (a strict build fails on it); ``note`` gets
+    per-page remarks (an empty page, a heading with no text), which are not.
     """
+    notes: list[str] = []
+
+    def _note(message: str) -> None:
+        notes.append(message)
+        (note or log.info)(message)
+
     started = time.perf_counter()
     site = Path(site_dir)
     _check_writable(site)
@@ -267,6 +293,7 @@ def index_site(
         seconds=0.0,
         index_seconds=0.0,
         warnings=warnings,
+        notes=notes,
     )
     sources = list(pages) if pages is not None else collect_pages(site)
     contents = []
@@ -277,7 +304,7 @@ def index_site(
             raise BuildError(f"{source.path}: cannot read ({exc.strerror})") from None
     key = _build_key(options, embedder, sources, contents)
     last = LastBuild(Path(options.cache_dir) / LAST_BUILD_NAME)
-    if last.restore(key, report, _warn):
+    if last.restore(key, report, _warn, _note):
         write_agent_files(site, options, nav, _warn)
         report.index_seconds = report.seconds = time.perf_counter() - started
         return report
@@ -291,16 +318,22 @@ def index_site(
         if parsed.redirect:
             continue
         if not raw.strip():
-            _warn(f"{source.path}: empty page; it has no sections to index")
+            _note(f"{source.name()}: empty page; it has no sections to index")
         index = len(page_rows)
         ids = tuple(parsed.ids)
         page_rows.append(Page(url=source.url, title=parsed.title, ids=frozenset(ids), id_order=ids))
         if source.excluded or parsed.noindex or is_excluded(source, options.exclude):
             continue
-        found = page_units(parsed, source.url, index, options.max_section_chars, _warn)
+        found = page_units(
+            parsed, source.url, index, options.max_section_chars, _note, source.label
+        )
         if not found and raw.strip():
-            _warn(f"{source.path}: no text to index")
+            _note(f"{source.name()}: no text to index")
         units.extend(found)
+    units = index_repeats_once(
+        units,
+        {s.url: s.nav_index for s in sources if s.nav_index is not None}
+    )
     report.pages = len(page_rows)
     report.units = len(units)
 

@@ -2,8 +2,11 @@
 
 Key: sha256(embedder name + model + dims + NUL + embedded text). The cache file is
 rewritten after each build with exactly the entries that build used, so it never
-grows past the site. A cache that cannot be read is rebuilt with a warning: it
-only ever saves time, it is never needed for correctness.
+grows past the site; the plugin hands every built page to each build (under `--dirty`
+too, the pages MkDocs left alone read back from the site dir), so no build is partial
+and none drops the units of pages it did not rebuild. A build that used exactly the
+stored entries and added none leaves the file as it is. A cache that cannot be read is
+rebuilt with a warning: it only ever saves time, it is never needed for correctness.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class EmbeddingCache:
         self.dims = dims
         self.entries: dict[bytes, bytes] = {}
         self.used: dict[bytes, bytes] = {}
+        self._added = False
         if path.exists():
             try:
                 data = msgpack.unpackb(path.read_bytes(), raw=False, strict_map_key=False)
@@ -77,8 +81,11 @@ class EmbeddingCache:
 
     def put(self, key: bytes, vector: np.ndarray) -> None:
         self.used[key] = np.asarray(vector, dtype="<f4").tobytes()
+        self._added = True
 
     def save(self) -> None:
+        if not self._added and self.used.keys() == self.entries.keys() and self.path.exists():
+            return  # nothing to add or drop: skip rewriting (and syncing) the file
         entries = dict(sorted(self.used.items()))
         data = {"version": CACHE_VERSION, "dims": self.dims, "entries": entries}
         write_atomic(self.path, msgpack.packb(data, use_bin_type=True))

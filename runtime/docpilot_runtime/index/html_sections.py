@@ -14,6 +14,7 @@ are left out.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -47,6 +48,9 @@ _DROP_CLASSES = {
     "md-annotation__index",
     "linenos",  # line numbers beside highlighted code
     "docpilot-widget",
+    # Material's blog: a post's excerpt on the blog index, archive and category pages.
+    # The post's own page carries the same text, and that is where a citation belongs.
+    "md-post--excerpt",
 }
 _BLOCK_TAGS = {
     "address",
@@ -278,9 +282,28 @@ def _page_title(doc: etree._Element, sections: list[Section]) -> str:
     return ""
 
 
+# Pages parsed in this process, by content hash: under `mkdocs serve` one edit rebuilds
+# every page, but only the edited one's HTML changes, so the rest are not parsed again.
+# Parsed pages are never mutated after parsing. Bounded so a long session cannot grow it.
+_PARSED: dict[bytes, ParsedPage] = {}
+_PARSED_MAX = 20_000
+
+
 def parse_page(html: bytes | str, where: str) -> ParsedPage:
     """Parse one built page. ``where`` names the page in error messages."""
     raw = html.encode("utf-8") if isinstance(html, str) else html
+    key = hashlib.sha256(raw).digest()
+    cached = _PARSED.get(key)
+    if cached is not None:
+        return cached
+    parsed = _parse_page(raw, where)
+    if len(_PARSED) >= _PARSED_MAX:
+        del _PARSED[next(iter(_PARSED))]
+    _PARSED[key] = parsed
+    return parsed
+
+
+def _parse_page(raw: bytes, where: str) -> ParsedPage:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

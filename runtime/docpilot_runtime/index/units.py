@@ -110,9 +110,11 @@ def page_units(
     page_url: str,
     page_index: int,
     max_chars: int = DEFAULT_MAX_SECTION_CHARS,
-    warn: Callable[[str], None] = lambda _msg: None,
+    note: Callable[[str], None] = lambda _msg: None,
+    where: str = "",
 ) -> list[Unit]:
-    """Units of one page, in document order."""
+    """Units of one page, in document order. ``where`` names the page in ``note``
+    messages (its source file); the page url stands in without it."""
     units: list[Unit] = []
     seen: dict[str, int] = {}
     trail: list[tuple[int, str]] = []  # (level, title) of the open headings
@@ -154,8 +156,9 @@ def page_units(
                 )
             )
     if untitled:
-        warn(
-            f"{page_url}: {len(untitled)} heading(s) with no text ({', '.join(untitled[:5])}"
-            f"{', …' if len(untitled) > 5 else ''}); their sections take the parent's title"
+        listed = ", ".join(untitled[:5]) + (", …" if len(untitled) > 5 else "")
+        note(
+            f"{where or page_url}: {len(untitled)} heading(s) with no text ({listed}); "
+            "their sections take the parent's title"
         )
     return units

@@ -1,0 +1,122 @@
+"""Multi-language sites (mkdocs-static-i18n, folder and suffix layouts): each language
+gets its own bundle under its prefix, one manifest at the site root lists them, and a
+German question on a German page is answered from German pages."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from corpora import mkdocs_build
+from docpilot_runtime.bundle import load_bundle
+
+EN = {
+    "index": "# Installation\n\nInstall the package with pip and add the plugin to mkdocs.yml.\n\n"
+    "## Requirements\n\nPython 3.11 or newer is required to build the site.\n",
+    "guide": "# Guide\n\n## Caching\n\nThe embedding cache keeps vectors between builds.\n",
+}
+DE = {
+    "index": "# Installation\n\nInstallieren Sie das Paket mit pip und tragen Sie das Plugin in "
+    "mkdocs.yml ein.\n\n## Voraussetzungen\n\nFür den Bau der Seite wird Python 3.11 oder "
+    "neuer benötigt.\n",
+    "guide": "# Anleitung\n\n## Zwischenspeicher\n\nDer Zwischenspeicher behält die Vektoren "
+    "zwischen zwei Builds.\n",
+}
+
+
+def _site(tmp_path: Path, layout: str, plugin: dict[str, Any] | None = None) -> Path:
+    docs = tmp_path / "docs"
+    for lang, pages in (("en", EN), ("de", DE)):
+        for name, text in pages.items():
+            rel = f"{lang}/{name}.md" if layout == "folder" else (
+                f"{name}.md" if lang == "en" else f"{name}.{lang}.md"
+            )
+            (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+            (docs / rel).write_text(text, encoding="utf-8")
+    config = {
+        "site_name": "Languages",
+        "theme": {"name": "material"},
+        "plugins": [
+            "search",
+            {
+                "i18n": {
+                    "docs_structure": layout,
+                    "languages": [
+                        {"locale": "en", "default": True, "name": "English"},
+                        {"locale": "de", "name": "Deutsch"},
+                    ],
+                }
+            },
+            {"docpilot": {"cache_dir": str(tmp_path / "cache"), **(plugin or {})}},
+        ],
+    }
+    path = tmp_path / "mkdocs.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _ask(site: Path, question: str, page: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "docpilot_runtime.cli", "ask", str(site)],
+        input=json.dumps({"question": question, "page": page}) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[0])
+    return result
+
+
+@pytest.mark.parametrize("layout", ["folder", "suffix"])
+def test_each_language_gets_its_own_bundle_listed_in_one_manifest(
+    tmp_path: Path, layout: str
+) -> None:
+    config = _site(tmp_path, layout)
+    mkdocs_build(config)
+    site = tmp_path / "site"
+    english, german = load_bundle(site), load_bundle(site / "de")
+    en_text = " ".join(u.text for u in english.units)
+    de_text = " ".join(u.text for u in german.units)
+    assert "Python 3.11 or newer" in en_text and "benötigt" not in en_text
+    assert "benötigt" in de_text and "or newer" not in de_text
+    assert {p.url for p in german.pages} == {"/", "/guide/"}, "urls relative to /de/"
+
+    manifest = json.loads((site / "docpilot" / "manifest.json").read_text(encoding="utf-8"))
+    rows = {row["prefix"]: row for row in manifest["bundles"]}
+    assert set(rows) == {"/", "/de/"}
+    assert (rows["/"]["language"], rows["/de/"]["language"]) == ("en", "de")
+    for row in rows.values():
+        assert row["sha256"] == hashlib.sha256((site / row["bundle"]).read_bytes()).hexdigest()
+
+    de_page = (site / "de" / "index.html").read_text(encoding="utf-8")
+    assert '"language":"de"' in de_page.replace(" ", "")
+    assert '"language":"en"' in (site / "index.html").read_text(encoding="utf-8").replace(" ", "")
+
+    result = _ask(site, "Welche Python-Version wird für den Bau benötigt?", "/de/")
+    assert result["citations"], result
+    assert all(c["title"] in {"Voraussetzungen", "Installation", "Zwischenspeicher", "Anleitung"}
+               for c in result["citations"]), result["citations"]
+    assert "benötigt" in result["markdown"]
+    english_answer = _ask(site, "Which Python version is required?", "/")
+    assert any(c["title"] == "Requirements" for c in english_answer["citations"])
+
+
+def test_a_language_whose_index_is_empty_is_a_build_warning(tmp_path: Path) -> None:
+    config = _site(tmp_path, "folder", plugin={"exclude": ["de/*"]})
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-f", str(config)],
+        capture_output=True, text=True, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("WARNING")]
+    assert any(
+        "docpilot: the index of the 'de' pages is empty" in line and "2 of 2 pages" in line
+        for line in warnings
+    ), result.stderr
