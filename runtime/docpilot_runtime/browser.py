@@ -68,7 +68,8 @@ def check(
 def static_site(data: str | bytes, prefix: str = "/", where: str = STATIC_NAME) -> Site:
     """The static index as the turn core's Site, over the pure-Python scorer."""
     bundle = decode_static(data, where)
-    return Site(prefix=prefix, bundle=bundle, searcher=Searcher(LexicalIndex(bundle.lexical)))
+    searcher = Searcher(LexicalIndex(bundle.lexical), units=bundle.units)
+    return Site(prefix=prefix, bundle=bundle, searcher=searcher)
 
 
 def load_static(data: str | bytes, prefix: str = "/", where: str = STATIC_NAME) -> None:

@@ -26,6 +26,7 @@ small numbers that gzip well; uint16 when there are fewer than 65,536 units, els
 from __future__ import annotations
 
 import math
+import re
 import sys
 from array import array
 from collections.abc import Iterable, Sequence
@@ -142,6 +143,31 @@ def ceiling_floor(count: int) -> float:
     ("and what about that one?") has a tiny ceiling of its own, which its best unit
     would nearly fill; the floor keeps such a question from looking well covered."""
     return 2.0 * term_ceiling(idf(count, max(1, round(0.05 * count))))
+
+
+# A heading or breadcrumb that names a release: "0.37.2 (March 5, 2024)", "v1.2",
+# "2024-03-05", "Version 2".
+_RELEASE = re.compile(r"^\s*v?\d+\.\d+(?:\.\d+)?\b|\b\d{4}-\d{2}-\d{2}\b|^\s*version\b", re.I)
+_RELEASE_MIN_UNITS = 3
+
+
+def release_pages(units: Sequence[tuple[str, Sequence[str], int]]) -> frozenset[int]:
+    """Pages whose sections are mostly releases (release notes, changelogs), read from
+    the structure alone: at least half of a page's units (and three or more) carry a
+    version or a date in their title or breadcrumb below the page's own title.
+
+    ``units`` are (title, breadcrumb, page) triples in unit order. Such a page mentions
+    every feature once and so matches every question a little; ``RetrievalParams
+    .release_prior`` scales its units down in the lexical list."""
+    flags: dict[int, list[bool]] = {}
+    for title, breadcrumb, page in units:
+        named = any(_RELEASE.search(x) for x in (title, *breadcrumb[1:]))
+        flags.setdefault(page, []).append(named)
+    return frozenset(
+        page
+        for page, marks in flags.items()
+        if len(marks) >= _RELEASE_MIN_UNITS and 2 * sum(marks) >= len(marks)
+    )
 
 
 class StoredIndex:

@@ -49,6 +49,16 @@ class RetrievalParams:
     * ``min_span``: the least distance between a signal's two anchors; where a corpus
       barely separates the probe sets on one signal, dividing by that gap would turn
       noise into a full vote.
+    * ``query_term_cap`` (16): a question is searched with at most this many terms, its
+      rarest ones: pasted tracebacks and code add dozens of common tokens that bury the
+      few that name the subject.
+    * ``release_prior`` (0.5): what a unit of a release-notes or changelog page
+      (``lexical.release_pages``) is worth in the lexical list, as a factor. Such pages
+      mention everything once and crowded out the page that answers.
+    * ``page_support`` (0.2): each unit in the lexical list gains this share of the best
+      other unit of its page in the list, so a page with several matching sections
+      outranks one lucky section elsewhere (page-level aggregation).
+    All three were chosen on the dev sets' tune halves (``benchmarks/bench_lexical.py``).
     * ``off_topic_quantile`` (0.95), ``threshold_range`` (0.1, 0.75): the threshold is
       the score that this share of everyday off-topic questions stay below, clamped.
     * ``rescue_unseen_terms`` (0): a follow-up the gate refuses may still pass on the
@@ -99,6 +109,9 @@ class RetrievalParams:
             }
         )
     )
+    query_term_cap: int = 16
+    release_prior: float = 0.5
+    page_support: float = 0.2
     off_topic_quantile: float = 0.95
     threshold_range: tuple[float, float] = (0.1, 0.75)
     rescue_unseen_terms: int = 0

@@ -24,14 +24,14 @@ from typing import Any, Literal, Protocol
 from .bundle import Bundle, UnitRecord
 from .credentials import credential_reply, screen_request
 from .gate import GateParams, Signals, confidence, default_params, gate_score, margin
-from .lexical import ceiling_floor, idf, term_ceiling
+from .lexical import ceiling_floor, idf, release_pages, term_ceiling
 from .markdown_tree import to_markdown
 from .params import DEFAULT_PARAMS, RetrievalParams
 from .passages import passages_blocks
 from .paths import page_key
 from .refusal import refusal_blocks
 from .social import match_social
-from .tokenize import query_terms
+from .tokenize import query_terms, search_terms
 from .types import COMPLETED_KINDS, AskRequest, Citation, HistoryItem, PageRef, Result
 
 Mode = Literal["hybrid", "lexical"]
@@ -104,17 +104,61 @@ class Searcher:
         lexical: LexicalScorer,
         dense: DenseScorer | None = None,
         params: RetrievalParams = DEFAULT_PARAMS,
+        units: Sequence[UnitRecord] = (),
     ) -> None:
+        """``units`` are the bundle's units, for the page-level rescoring of the lexical
+        list (none: the list stays as BM25+ ranks it)."""
         self.lexical = lexical
         self.dense = dense
         self.params = params
+        self.unit_pages = [u.page for u in units]
+        self.release = release_pages([(u.title, u.breadcrumb, u.page) for u in units])
+
+    def terms(self, text: str) -> list[str]:
+        """The question's search terms, cut to its ``query_term_cap`` rarest ones (kept in
+        the question's order, which the scorers add them in)."""
+        terms = search_terms(text)
+        cap = self.params.query_term_cap
+        if len(terms) <= cap:
+            return terms
+        df = self.lexical.document_frequency
+        known = [t for t in terms if df(t) > 0]
+        kept = set(sorted(known, key=lambda t: (df(t), t))[:cap])
+        return [t for t in terms if t in kept]
+
+    def rescore(self, hits: Hits) -> Hits:
+        """The lexical list with release pages scaled by ``release_prior`` and each unit
+        supported by ``page_support`` x the best other unit of its page in the list."""
+        if not self.unit_pages or not hits:
+            return hits
+        p, pages = self.params, self.unit_pages
+        scaled = [(u, s * p.release_prior if pages[u] in self.release else s) for u, s in hits]
+        # Per page, its two best units in the list: (unit, score) pairs, best first.
+        top: dict[int, list[tuple[int, float]]] = {}
+        for u, s in sorted(scaled, key=lambda item: (-item[1], item[0])):
+            pair = top.setdefault(pages[u], [])
+            if len(pair) < 2:
+                pair.append((u, s))
+        out = []
+        for u, s in scaled:
+            pair = top[pages[u]]
+            other = pair[0][1] if pair[0][0] != u else (pair[1][1] if len(pair) > 1 else 0.0)
+            out.append((u, s + p.page_support * other))
+        return sorted(out, key=lambda item: (-item[1], item[0]))
 
     def search(self, text: str, query: object | None = None) -> Ranking:
         """``query`` is the dense channel's embedding of ``text`` (None: lexical only)."""
         p = self.params
-        terms = query_terms(text)
-        lexical = self.lexical.search(terms, p.channel_depth)
-        lex_strength, lex_margin = lexical_signals(self.lexical, terms, lexical)
+        terms = self.terms(text)
+        raw = self.lexical.search(terms, p.channel_depth)
+        lexical = self.rescore(raw)
+        # The gate reads every token of the question, function words included: its
+        # signals scored better that way on the dev sets (benchmarks/README.md), and
+        # its anchors are calibrated on them at build time.
+        gate_terms = query_terms(text)
+        if gate_terms != terms:
+            raw = self.lexical.search(gate_terms, p.channel_depth)
+        lex_strength, lex_margin = lexical_signals(self.lexical, gate_terms, raw)
         if self.dense is None or query is None:
             signals = Signals(lexical_strength=lex_strength, lexical_margin=lex_margin)
             order = [unit for unit, _ in lexical[: p.pool]]

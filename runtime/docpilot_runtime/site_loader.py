@@ -83,7 +83,7 @@ def site_from_bundle(
         embedder, error = query_embedder(bundle, hosted)
         if embedder is not None:
             channel = DenseChannel(dense, embedder.embed_query)
-    searcher = Searcher(NumpyLexical(bundle.lexical), channel, params)
+    searcher = Searcher(NumpyLexical(bundle.lexical), channel, params, bundle.units)
     return Site(prefix=prefix, bundle=bundle, searcher=searcher, embedder_error=error)
 
 
