@@ -19,7 +19,8 @@ from .index.build import BuildReport, PageSource, collect_pages, index_site
 from .index.options import IndexOptions
 from .settings import Settings
 from .types import Result, parse_ask_request
-from .widget import WidgetOptions, inject_built_site, install_widget, widget_config
+from .widget import inject_built_site, install_widget, widget_config
+from .widget_options import WidgetOptions
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

@@ -25,7 +25,7 @@ from .schema import OptionsError, unknown_key_message
 from .security_headers import PAGE_POLICY, HeaderSettings
 from .settings_schema import EMBEDDER, SOCIAL, SOCIAL_TEMPLATE, TABLES
 from .types import Limits
-from .widget import WIDGET_KEYS, WidgetOptions, widget_options
+from .widget_options import WIDGET_KEYS, WidgetOptions, widget_options
 
 CONFIG_ENV = "DOCPILOT_CONFIG"
 _EMBEDDER_DEFAULTS = EMBEDDER.defaults()
