@@ -35,7 +35,7 @@ def site(example_site: Path) -> Site:
     return load_site(example_site, "/")
 
 
-def ask(site: Site, server: AnthropicServer, request: AskRequest) -> Result:
+def ask(site: Site, server: Any, request: AskRequest) -> Result:
     async def go() -> Result:
         async def emit(event: Event) -> None:
             pass

@@ -42,7 +42,7 @@ def call(name: str, arguments: dict[str, Any] | None, raw: str = "") -> ToolCall
 
 
 def run(tools: TurnTools, name: str, arguments: dict[str, Any] | None) -> str:
-    return asyncio.run(tools.run(call(name, arguments)))
+    return str(asyncio.run(tools.run(call(name, arguments))))
 
 
 def test_search_docs_returns_the_searchers_best_sections_and_registers_them(site: Site) -> None:
