@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from docpilot_runtime.answer_settings import AnswerSettings
 from docpilot_runtime.caps import LimitSettings
+from docpilot_runtime.embedder_settings import QueryEmbedderSettings
 from docpilot_runtime.embedders import EMBEDDER_NAMES, EmbedderSpec
 from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.index.units import DEFAULT_MAX_SECTION_CHARS
@@ -22,7 +23,6 @@ from docpilot_runtime.records import RecordsSettings
 from docpilot_runtime.schema import OptionsError
 from docpilot_runtime.security_headers import HeaderSettings
 from docpilot_runtime.settings import (
-    QueryEmbedderSettings,
     Settings,
     SettingsError,
     build_options,
