@@ -4,12 +4,9 @@ as emitted, the errors a bad call gets, and a site tool reached over real HTTP."
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +24,7 @@ from docpilot_runtime.tools import (
     SEARCH_RESULTS,
     TurnTools,
 )
+from servers.site_tool import PLAN_SCHEMA, site_tool_backend
 
 QUESTION = "How do I exclude a page from the assistant?"
 EXCERPT_ID = re.compile(r'<excerpt id="([^"]+)"')
@@ -171,54 +169,26 @@ def tool_site(
     example_site: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Site, list[Any]]]:
     """example-site re-indexed (lexical, fast) with one site tool served on loopback."""
-    calls: list[Any] = []
 
-    class Backend(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            calls.append(body)
-            if body.get("plan") == "broken":
-                self.send_response(500)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            reply = ("<b>Pro</b> allows 5000 questions. " * 400).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
+    def limits(body: dict[str, Any]) -> tuple[int, str, bytes]:
+        if body.get("plan") == "broken":
+            return 500, "text/plain", b""
+        return 200, "text/plain", ("<b>Pro</b> allows 5000 questions. " * 400).encode()
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    backend = ThreadingHTTPServer(("127.0.0.1", 0), Backend)
-    thread = threading.Thread(target=backend.serve_forever, daemon=True)
-    thread.start()
-    copy = tmp_path_factory.mktemp("tools") / "site"
-    shutil.copytree(example_site, copy)
-    plan = {
-        "type": "object",
-        "properties": {"plan": {"type": "string"}},
-        "required": ["plan"],
-        "additionalProperties": False,
-    }
-    tool = {
-        "name": "plan_limits",
-        "description": "Limits of a plan",
-        "parameters": plan,
-        "endpoint": f"http://127.0.0.1:{backend.server_address[1]}/limits",
-    }
-    options = IndexOptions(
-        embedder=embedder_spec("none", "test"), site_name="DocPilot", tools=(tool,)
-    )
-    index_site(copy, options)
-    try:
+    with site_tool_backend(limits) as (endpoint, calls):
+        copy = tmp_path_factory.mktemp("tools") / "site"
+        shutil.copytree(example_site, copy)
+        tool = {
+            "name": "plan_limits",
+            "description": "Limits of a plan",
+            "parameters": PLAN_SCHEMA,
+            "endpoint": endpoint,
+        }
+        options = IndexOptions(
+            embedder=embedder_spec("none", "test"), site_name="DocPilot", tools=(tool,)
+        )
+        index_site(copy, options)
         yield load_site(copy, "/"), calls
-    finally:
-        backend.shutdown()
-        backend.server_close()
-        thread.join()
 
 
 def _with_http(site: Site, name: str, arguments: dict[str, Any]) -> tuple[str, TurnTools]:
