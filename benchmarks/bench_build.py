@@ -25,7 +25,7 @@ does), with the default embedder (WordLlama) loaded once beforehand:
 Goals: >= 2,000 units/s cold; warm >= 50x faster than cold; whole bundle gzipped <=
 Material's search_index.json gzipped; a 10k-unit bundle loads in <= 20 ms.
 
-Run: ``.venv/bin/python benchmarks/bench_build.py [--quick | --only-10k]``; ``--quick``
+Run: ``.venv/bin/python benchmarks/bench_build.py [--quick | --only-10k | --smoke]``; ``--quick``
 skips the 5,000-page site (the 10k-unit bundle is still made, from the first pages only);
 ``--only-10k`` indexes and times the 10k-unit bundle alone.
 Everything is written under ``benchmarks/out/bench_build/``; results also go to
@@ -540,6 +540,11 @@ def main() -> None:
     parser.add_argument(
         "--only-10k", action="store_true", help="only the 10k-unit bundle (index it, time its load)"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="example-site and a 300-unit synthetic subset, one run each (a smoke)",
+    )
     args = parser.parse_args()
     if args.load_times:
         print(json.dumps(measure_load(Path(args.load_times))))
@@ -557,6 +562,7 @@ def main() -> None:
     elif (EXAMPLE_SITE / "mkdocs.yml").exists():
         config = example_config(OUT / "example")
         seconds = mkdocs_build(config, OUT / "example" / "site")
+        runs = 1 if args.smoke else 3
         sites.append(
             Site(
                 "example",
@@ -564,6 +570,8 @@ def main() -> None:
                 OUT / "example" / "site",
                 "DocPilot",
                 build_note=f"mkdocs build {seconds:.1f} s",
+                cold_runs=runs,
+                warm_runs=runs,
             )
         )
     else:
@@ -572,20 +580,21 @@ def main() -> None:
     config = reduced_config(
         MATERIAL, OUT / "material", {"cache_dir": str(OUT / "material" / "plugin-cache")}
     )
-    seconds = 0.0 if args.only_10k else mkdocs_build(config, OUT / "material" / "site")
-    sites.append(
-        Site(
-            "material",
-            "(b) Material corpus",
-            OUT / "material" / "site",
-            "Material for MkDocs",
-            build_note=f"mkdocs build {seconds:.1f} s",
+    if not args.smoke:
+        seconds = 0.0 if args.only_10k else mkdocs_build(config, OUT / "material" / "site")
+        sites.append(
+            Site(
+                "material",
+                "(b) Material corpus",
+                OUT / "material" / "site",
+                "Material for MkDocs",
+                build_note=f"mkdocs build {seconds:.1f} s",
+            )
         )
-    )
 
     synthetic_dir = OUT / "synthetic" / "site"
     shutil.rmtree(synthetic_dir, ignore_errors=True)
-    pages = 2000 if args.quick else SYNTHETIC_PAGES
+    pages = 60 if args.smoke else 2000 if args.quick else SYNTHETIC_PAGES
     t0 = time.perf_counter()
     write_synthetic_site(synthetic_dir, pages)
     synthetic = Site(
@@ -599,13 +608,14 @@ def main() -> None:
     )
     if args.only_10k:
         sites.clear()
-    elif not args.quick:
+    elif not (args.quick or args.smoke):
         sites.append(synthetic)
 
-    subset_pages = first_pages_reaching(synthetic, SUBSET_UNITS)
+    target = 300 if args.smoke else SUBSET_UNITS
+    subset_pages = first_pages_reaching(synthetic, target)
     subset = Site(
         "subset10k",
-        "synthetic, first pages to 10k units",
+        f"synthetic, first pages to {target:,} units",
         OUT / "subset10k" / "site",
         "Synthetic Docs",
         pages=subset_pages,
@@ -635,6 +645,8 @@ def main() -> None:
     print_load([*sites, subset])
     print_goals(sites, subset)
 
+    if args.smoke:
+        return  # a smoke's figures mean nothing: keep the last full run's results.json
     results = {s.key: s.results for s in [*sites, subset]}
     (OUT / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
 

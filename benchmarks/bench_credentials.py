@@ -8,7 +8,9 @@ cases, and for a 2,000-character question and a pathological one.
 If `detect-secrets` (Yelp) is installed, its default plugins run over the same questions as a
 reference column. It is a reference only: the rules here are not tuned against it.
 
-    python benchmarks/bench_credentials.py [--show-all]
+    python benchmarks/bench_credentials.py [--show-all] [--smoke]
+
+``--smoke`` is the same run (it takes a few seconds), for ``benchmarks/run --quick``.
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ def detect_secrets_check() -> Callable[[str], bool] | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--show-all", action="store_true", help="list every miss unabridged")
+    parser.add_argument("--smoke", action="store_true", help="the same run (a few seconds)")
     args = parser.parse_args()
     cases = load_cases()
     texts = [str(c["text"]) for c in cases]
@@ -96,15 +99,15 @@ def main() -> None:
     kinds = {c["kind"] for c in cases if c["credential"]}
     print(f"cases: {len(cases)} ({positives} with a credential across {len(kinds)} kinds, "
           f"{len(cases) - positives} without)")
-    print(f"docpilot      precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}")
-
+    print("\n| checker | precision | recall | F1 |\n|---|---:|---:|---:|")
+    print(f"| DocPilot `find_credential` | {precision:.3f} | {recall:.3f} | {f1:.3f} |")
     reference = detect_secrets_check()
     if reference is None:
-        print("detect-secrets: not installed (pip install detect-secrets), column skipped")
+        print("\ndetect-secrets: not installed (pip install detect-secrets), row skipped")
     else:
         ref_pred = [reference(t) for t in texts]
         rp, rr, rf = scores(truth, ref_pred)
-        print(f"detect-secrets precision {rp:.3f}  recall {rr:.3f}  F1 {rf:.3f}  (reference)")
+        print(f"| detect-secrets (reference, not tuned against) | {rp:.3f} | {rr:.3f} | {rf:.3f} |")
 
     by_kind: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     for c, f in zip(cases, found, strict=True):

@@ -6,7 +6,7 @@
    text, from the installed packages (site-packages) and /usr/share/doc. Paths of secret
    scanners' own test data (detect-secrets, gitleaks) are skipped: those are held out.
 
-    python benchmarks/bench_credentials_independent.py [--keys 300] [--chunks 20000]
+    python benchmarks/bench_credentials_independent.py [--keys 300] [--chunks 20000] [--smoke]
 """
 
 from __future__ import annotations
@@ -83,7 +83,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=300, help="fresh keys per format row")
     parser.add_argument("--chunks", type=int, default=20000, help="chunks per clean corpus")
+    parser.add_argument("--smoke", action="store_true", help="5 keys a row, 50 chunks (a smoke)")
     args = parser.parse_args()
+    if args.smoke:
+        args.keys, args.chunks = 5, 50
     print(f"fresh keys, {args.keys} per format row:")
     worst, tried, missed = fresh_keys(args.keys)
     print(f"  {len(make_cases.VENDOR_FORMATS)} rows, {tried:,} keys, {missed} missed, "

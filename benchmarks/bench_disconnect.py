@@ -38,6 +38,7 @@ sys.path.insert(0, str(HERE))
 from common import tree_state  # noqa: E402
 from corpora import EXAMPLE_SITE, mkdocs_build  # noqa: E402
 from docpilot_runtime.app import create_app  # noqa: E402
+from docpilot_runtime.caps import LimitSettings  # noqa: E402
 from docpilot_runtime.providers import ProviderSettings  # noqa: E402
 from docpilot_runtime.settings import Settings  # noqa: E402
 from docpilot_runtime.site_loader import load_site  # noqa: E402
@@ -94,9 +95,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sse", type=int, default=300, help="abandoned SSE turns")
     parser.add_argument("--json", type=int, default=100, help="abandoned plain-JSON turns")
-    parser.add_argument("--quick", action="store_true", help="20 of each (a smoke run)")
+    parser.add_argument("--quick", action="store_true", help="20 of each")
+    parser.add_argument("--smoke", action="store_true", help="5 of each (a smoke)")
     args = parser.parse_args()
-    counts = {"SSE": 20 if args.quick else args.sse, "JSON": 20 if args.quick else args.json}
+    few = 5 if args.smoke else 20 if args.quick else None
+    counts = {"SSE": few or args.sse, "JSON": few or args.json}
 
     with tempfile.TemporaryDirectory() as tmp:
         site_dir = Path(tmp) / "site"
@@ -107,7 +110,9 @@ def main() -> None:
             provider = ProviderSettings(
                 kind="anthropic", base_url=provider_server.base_url, model="bench", retries=0
             )
-            app = create_app(site_dir, Settings(providers=(provider,)))
+            # The rate caps off: every abandoned turn comes from one loopback address.
+            no_caps = LimitSettings(answers_per_minute=0, answers_per_minute_per_client=0)
+            app = create_app(site_dir, Settings(providers=(provider,), caps=no_caps))
             with serve_app(app) as running:
                 began = time.perf_counter()
                 samples = {

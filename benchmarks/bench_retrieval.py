@@ -28,7 +28,7 @@ order, so its columns move only between hybrid and lexical; recall moves with th
 
 The output holds no timings and is the same on every run for the same tree.
 
-Run: ``.venv/bin/python benchmarks/bench_retrieval.py [--workdir DIR] [--no-material]``
+Run: ``.venv/bin/python benchmarks/bench_retrieval.py [--workdir DIR] [--no-material | --smoke]``
 """
 
 from __future__ import annotations
@@ -176,9 +176,11 @@ def mkdocs_build(config: Path, site_dir: Path) -> None:
 def lexical_config(workdir: Path) -> Path:
     """example-site's mkdocs.yml with the plugin set to ``embedder: none``."""
     text = (EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8")
-    if text.count("  - docpilot\n") != 1 or text.count("docs_dir: docs\n") != 1:
+    bare, table = "  - docpilot\n", "  - docpilot:\n      "
+    if text.count(bare) + text.count(table) != 1 or text.count("docs_dir: docs\n") != 1:
         raise SystemExit("example-site/mkdocs.yml changed shape: update lexical_config()")
-    text = text.replace("  - docpilot\n", "  - docpilot: {embedder: none}\n")
+    text = text.replace(bare, "  - docpilot: {embedder: none}\n")
+    text = text.replace(table, table + "embedder: none\n      ")
     text = text.replace("docs_dir: docs\n", f"docs_dir: {EXAMPLE_SITE / 'docs'}\n")
     path = workdir / "example-lexical" / "mkdocs.yml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -302,11 +304,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--workdir", type=Path, default=HERE / "out" / "bench_retrieval")
     parser.add_argument("--no-material", action="store_true", help="skip the Material check")
+    parser.add_argument(
+        "--smoke", action="store_true", help="example-site, the first 12 questions (a smoke)"
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.no_material = True
     workdir: Path = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
 
     rows = [json.loads(line) for line in DEVSET.read_text(encoding="utf-8").splitlines() if line]
+    if args.smoke:
+        rows = rows[:12]
     hybrid_dir, lexical_dir = (
         workdir / "example-hybrid" / "site",
         workdir / "example-lexical" / "site",

@@ -40,7 +40,7 @@ budget, so they are skipped unless ``--bm25-1m`` is given.
 numpy's BLAS (the rescoring matrix-vector products) runs with whatever OPENBLAS_* the
 environment sets; this script does not change them and prints what it saw.
 
-Run: ``.venv/bin/python benchmarks/bench_scale.py [--quick | --smallest] [--bm25-1m] [--seconds 1.5]``
+Run: ``.venv/bin/python benchmarks/bench_scale.py [--quick | --smallest | --smoke] [--bm25-1m] [--seconds 1.5]``
 """
 
 from __future__ import annotations
@@ -388,7 +388,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--seconds", type=float, default=1.5, help="budget per median")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
+    parser.add_argument("--smoke", action="store_true", help="1k units, 0.1 s budgets (a smoke)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.smallest, args.seconds = True, 0.1
     sizes = SIZES[:1] if args.smallest else QUICK_SIZES if args.quick else SIZES
     faiss.omp_set_num_threads(1)
 

@@ -6,28 +6,56 @@ alone, and the whole read (old: unpack + sha256 + one UnitRecord per map, as the
 reader did; new: ``parse_bundle``, which also checks every field).
 
 Run: ``.venv/bin/python benchmarks/bench_unit_layout.py BUNDLE.msgpack [RUNS]`` (the 10k
-bundle is what ``bench_build.py --only-10k`` writes under benchmarks/out/bench_build/).
+bundle is what ``bench_build.py --only-10k`` writes under benchmarks/out/bench_build/), or
+``--smoke``: a 40-page synthetic site indexed lexical-only in a temporary folder, 3 runs.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import hashlib
 import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgpack
-from docpilot_runtime.bundle import UnitRecord, parse_bundle
+from docpilot_runtime.bundle import UnitRecord, bundle_path, parse_bundle
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from synthetic_site import write_synthetic_site  # noqa: E402
+
+
+def smoke_bundle() -> bytes:
+    """A small real bundle: 40 synthetic pages, indexed with no embedder."""
+    from docpilot_runtime.index.build import index_site
+    from docpilot_runtime.index.options import IndexOptions, embedder_spec
+
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp) / "site"
+        write_synthetic_site(site, 40)
+        index_site(site, IndexOptions(embedder=embedder_spec("none", "smoke"), site_name="S"))
+        return bundle_path(site).read_bytes()
 
 
 def main() -> None:
-    raw = Path(sys.argv[1]).read_bytes()
-    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 9
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("bundle", nargs="?", type=Path, help="a bundle.msgpack")
+    parser.add_argument("runs", nargs="?", type=int, default=9)
+    parser.add_argument("--smoke", action="store_true", help="a 40-page bundle, 3 runs")
+    args = parser.parse_args()
+    if args.smoke:
+        raw, runs = smoke_bundle(), 3
+    elif args.bundle is None:
+        parser.error("give a bundle.msgpack, or --smoke")
+    else:
+        raw, runs = args.bundle.read_bytes(), args.runs
     data = msgpack.unpackb(raw, raw=False)
     columns = data["units"]
     rows = [

@@ -6,7 +6,7 @@ question through the scripted Anthropic stand-in (tests/servers), which streams 
 reports how much slower those health checks were than at rest. Validation runs off the
 event loop, so the delay should stay in the low milliseconds (goal: under 50 ms).
 
-    .venv/bin/python benchmarks/bench_validate.py [--chars 50000] [--quick]
+    .venv/bin/python benchmarks/bench_validate.py [--chars 50000] [--quick | --smoke]
 """
 
 from __future__ import annotations
@@ -134,8 +134,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--chars", type=int, default=50_000)
     parser.add_argument("--quick", action="store_true", help="a 5,000-character answer")
+    parser.add_argument("--smoke", action="store_true", help="a 2,000-character answer (a smoke)")
     args = parser.parse_args()
-    chars = 5_000 if args.quick else args.chars
+    chars = 2_000 if args.smoke else 5_000 if args.quick else args.chars
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         site = make_site(root)

@@ -31,7 +31,8 @@ from docpilot_runtime.schema import OptionsError
 from docpilot_runtime.settings import build_options
 from docpilot_runtime.settings_schema import PLUGIN
 from docpilot_runtime.static_assets import BrowserRuntimeError
-from docpilot_runtime.widget import WidgetOptions, inject, script_src, widget_config, widget_tags
+from docpilot_runtime.widget import inject, script_src, widget_config, widget_tags
+from docpilot_runtime.widget_options import WidgetOptions
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, get_plugin_logger

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Python deps, Debian's chromium, the npm Pyodide), then
-# lint, type-check, run the browser core's tests under Pyodide and the whole test suite.
+# lint, type-check, run the browser core's tests under Pyodide and the whole test suite, then
+# the benchmarks' smoke (`benchmarks/run --quick`).
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,3 +34,5 @@ timeout 600 node tools/pyodide/run-tests.mjs
 if [ -d tests/browser ]; then
   .venv/bin/python -m pytest tests/browser "$@"
 fi
+# Every benchmark at its smallest size: they complete and print their tables (no timing asserts).
+.venv/bin/python benchmarks/run --quick

@@ -422,66 +422,40 @@ def tools_site(
 ) -> Iterator[tuple[Site, list[dict[str, Any]]]]:
     """example-site re-indexed with a site tool (served by a local backend) and actions."""
     import shutil
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from docpilot_runtime.index.build import index_site
     from docpilot_runtime.index.options import IndexOptions
+    from servers.site_tool import PLAN_SCHEMA, site_tool_backend
 
-    calls: list[dict[str, Any]] = []
+    def limits(body: dict[str, Any]) -> tuple[int, str, bytes]:
+        reply = {"plan": body["plan"], "questions_per_month": 5000}
+        return 200, "application/json", json.dumps(reply).encode()
 
-    class Backend(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            calls.append(body)
-            reply = json.dumps({"plan": body["plan"], "questions_per_month": 5000}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    backend = ThreadingHTTPServer(("127.0.0.1", 0), Backend)
-    thread = threading.Thread(target=backend.serve_forever, daemon=True)
-    thread.start()
-    copy = tmp_path_factory.mktemp("tools") / "site"
-    shutil.copytree(example_site, copy)
-    plan = {
-        "type": "object",
-        "properties": {"plan": {"type": "string"}},
-        "required": ["plan"],
-        "additionalProperties": False,
-    }
-    options = IndexOptions(
-        site_name="DocPilot",
-        cache_dir=str(copy.parent / "cache"),
-        tools=(
-            {
-                "name": "plan_limits",
-                "description": "Limits of a plan",
-                "parameters": plan,
-                "endpoint": f"http://127.0.0.1:{backend.server_address[1]}/limits",
-            },
-        ),
-        actions=(
-            {
-                "name": "open_signup",
-                "description": "Sign up",
-                "parameters": plan,
-                "url": "https://example.com/signup?plan={plan}",
-            },
-        ),
-    )
-    index_site(copy, options)
-    try:
+    with site_tool_backend(limits) as (endpoint, calls):
+        copy = tmp_path_factory.mktemp("tools") / "site"
+        shutil.copytree(example_site, copy)
+        options = IndexOptions(
+            site_name="DocPilot",
+            cache_dir=str(copy.parent / "cache"),
+            tools=(
+                {
+                    "name": "plan_limits",
+                    "description": "Limits of a plan",
+                    "parameters": PLAN_SCHEMA,
+                    "endpoint": endpoint,
+                },
+            ),
+            actions=(
+                {
+                    "name": "open_signup",
+                    "description": "Sign up",
+                    "parameters": PLAN_SCHEMA,
+                    "url": "https://example.com/signup?plan={plan}",
+                },
+            ),
+        )
+        index_site(copy, options)
         yield load_site(copy, "/"), calls
-    finally:
-        backend.shutdown()
-        backend.server_close()
-        thread.join()
 
 
 def test_site_tool_reply_is_citable_and_bad_arguments_never_reach_the_backend(

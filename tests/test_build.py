@@ -357,7 +357,7 @@ def test_bad_widget_options_are_rejected_naming_the_key(
     values: dict[str, object], message: str
 ) -> None:
     from docpilot_runtime.index.options import OptionsError
-    from docpilot_runtime.widget import widget_options
+    from docpilot_runtime.widget_options import widget_options
 
     with pytest.raises(OptionsError, match=message):
         widget_options(values, "docpilot.toml [index]")

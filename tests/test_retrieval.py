@@ -263,4 +263,5 @@ def test_a_lexical_turn_through_the_core_loads_no_numpy_httpx_lxml_mkdocs_or_ins
 def test_importing_the_servers_turn_loads_neither_the_installer_nor_mkdocs_nor_lxml() -> None:
     loaded = _loaded_after("import docpilot_runtime.turn")
     assert "docpilot_runtime.turn" in loaded
-    assert not loaded & {"lxml", "mkdocs", "docpilot_runtime.static_assets"}
+    heavy = {"lxml", "mkdocs", "docpilot_runtime.widget", "docpilot_runtime.static_assets"}
+    assert not loaded & heavy, loaded & heavy

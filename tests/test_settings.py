@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from docpilot_runtime.answer_settings import AnswerSettings
 from docpilot_runtime.caps import LimitSettings
+from docpilot_runtime.embedder_settings import QueryEmbedderSettings
 from docpilot_runtime.embedders import EMBEDDER_NAMES, EmbedderSpec
 from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.index.units import DEFAULT_MAX_SECTION_CHARS
@@ -22,7 +23,6 @@ from docpilot_runtime.records import RecordsSettings
 from docpilot_runtime.schema import OptionsError
 from docpilot_runtime.security_headers import HeaderSettings
 from docpilot_runtime.settings import (
-    QueryEmbedderSettings,
     Settings,
     SettingsError,
     build_options,
@@ -45,7 +45,7 @@ from docpilot_runtime.settings_schema import (
 )
 from docpilot_runtime.settings_schema import EMBEDDER_NAMES as SCHEMA_EMBEDDER_NAMES
 from docpilot_runtime.types import Limits
-from docpilot_runtime.widget import WidgetOptions
+from docpilot_runtime.widget_options import WidgetOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "example-site" / "docs" / "reference"
@@ -316,7 +316,8 @@ def test_loading_settings_loads_neither_the_widget_installer_nor_mkdocs_nor_lxml
 
     probe = (
         "import sys, docpilot_runtime.settings\n"
-        "print(sorted(m for m in ('docpilot_runtime.static_assets', 'docpilot_runtime.browser',"
+        "print(sorted(m for m in ('docpilot_runtime.static_assets', 'docpilot_runtime.widget',"
+        " 'docpilot_runtime.browser',"
         " 'mkdocs', 'lxml') if m in sys.modules))\n"
     )
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -44,7 +44,7 @@ _EXPORTS = {
     "AskRequest": "types",
     "RequestError": "types",
     "Result": "types",
-    "WidgetOptions": "widget",
+    "WidgetOptions": "widget_options",
 }
 __all__ = [
     "AskRequest",

@@ -21,7 +21,8 @@ from .index.llms_txt import NavEntry
 from .index.options import DEFAULT_CACHE_DIR, IndexOptions
 from .settings import Settings
 from .types import Result, parse_ask_request
-from .widget import WidgetOptions, inject_built_site, install_widget, widget_config
+from .widget import inject_built_site, install_widget, widget_config
+from .widget_options import WidgetOptions
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

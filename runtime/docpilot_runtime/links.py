@@ -11,6 +11,8 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
+from .paths import page_key
+
 if TYPE_CHECKING:
     from .bundle import Page
 
@@ -18,28 +20,6 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,31}:")
 # Characters a destination may not carry even when its page exists.
 _BAD_DESTINATION = re.compile(r"[\s\x00-\x1f\x7f\\`<>\"]")
 _URL_SAFE = "/#:@!$&'*+,;=%-._~?"
-
-
-def page_key(path: str) -> str:
-    """A page path with the spellings of one page made equal: leading and trailing
-    slashes, ``index.html``/``index.md``, ``.html``/``.md`` suffixes and dot segments."""
-    segments: list[str] = []
-    for segment in unquote(path).split("/"):
-        if segment in ("", "."):
-            continue
-        if segment == "..":
-            if segments:
-                segments.pop()
-            continue
-        segments.append(segment)
-    if segments and segments[-1] in ("index.html", "index.htm", "index.md"):
-        segments.pop()
-    elif segments:
-        for suffix in (".html", ".htm", ".md"):
-            if segments[-1].endswith(suffix) and len(segments[-1]) > len(suffix):
-                segments[-1] = segments[-1][: -len(suffix)]
-                break
-    return "/".join(segments)
 
 
 def external_key(url: str) -> str:

@@ -18,31 +18,21 @@ from typing import Any
 
 from .answer_settings import AnswerSettings
 from .caps import LimitSettings, parse_networks
+from .embedder_settings import QueryEmbedderSettings
 from .index.options import IndexOptions, index_options
 from .providers.config import ProviderSettings, provider_settings
 from .records.config import RecordsSettings
 from .schema import OptionsError, unknown_key_message
 from .security_headers import PAGE_POLICY, HeaderSettings
-from .settings_schema import EMBEDDER, SOCIAL, SOCIAL_TEMPLATE, TABLES
+from .settings_schema import SOCIAL, SOCIAL_TEMPLATE, TABLES
 from .types import Limits
-from .widget import WIDGET_KEYS, WidgetOptions, widget_options
+from .widget_options import WIDGET_KEYS, WidgetOptions, widget_options
 
 CONFIG_ENV = "DOCPILOT_CONFIG"
-_EMBEDDER_DEFAULTS = EMBEDDER.defaults()
 
 
 class SettingsError(ValueError):
     """A settings file that cannot be used; the message names the file and the key."""
-
-
-@dataclass(frozen=True)
-class QueryEmbedderSettings:
-    """The `[embedder]` table: where the runtime embeds questions for a site built with
-    `embedder: openai` (the model and width come from the bundle)."""
-
-    base_url: str = _EMBEDDER_DEFAULTS["base_url"]
-    api_key_env: str = _EMBEDDER_DEFAULTS["api_key_env"]  # the NAME of the variable
-    timeout: float = _EMBEDDER_DEFAULTS["timeout"]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ carry the values (`IndexOptions`, `WidgetOptions`, `Settings`' parts), the MkDoc
 
 Adding a key: one `Key(name, kind, default, doc, low=/high=/choices=/prefixes=)` line in
 its table, the field that carries it (`[server]` keys land in `types.Limits`, `[answer]`
-in `AnswerSettings`, `[embedder]` in `settings.QueryEmbedderSettings`), then regenerate
+in `AnswerSettings`, `[embedder]` in `embedder_settings.QueryEmbedderSettings`), then regenerate
 the reference tables. Adding a table: a `Table` here, an entry in `TABLES`, a reader in
 `settings.parse_settings`, and a `<!-- schema: NAME -->` block (`settings_docs.TABLES`).
 """

@@ -1,39 +1,32 @@
 """The server's `Site`: a bundle loaded with the numpy scorers and its query embedder.
 
 The turn core (``retrieval``) is numpy-free; this is where the server plugs in the
-numpy BM25+ scorer and the dense scan. It takes the hosted embedder's values as plain
-arguments, not the runtime's whole settings, so importing it drags in nothing else.
+numpy BM25+ scorer and the dense scan. It takes the ``[embedder]`` table alone
+(`QueryEmbedderSettings`), not the runtime's whole settings, so importing it drags in
+nothing else.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .bundle import Bundle, load_bundle
 from .dense import DenseChannel, DenseIndex
+from .embedder_settings import QueryEmbedderSettings
 from .embedders import Embedder, EmbedderError, EmbedderSpec, load_embedder
 from .lexical_numpy import NumpyLexical
 from .params import DEFAULT_PARAMS, RetrievalParams
 from .retrieval import Searcher, Site
 
 log = logging.getLogger("docpilot.retrieval")
-
-
-@dataclass(frozen=True)
-class HostedEmbedder:
-    """Where a hosted ("openai") query embedder is reached: the ``[embedder]`` values."""
-
-    base_url: str = ""
-    api_key_env: str = ""
-    timeout: float = 10.0
+DEFAULT_EMBEDDER = QueryEmbedderSettings()  # the [embedder] defaults
 
 
 def query_embedder(
-    bundle: Bundle, hosted: HostedEmbedder = HostedEmbedder()
+    bundle: Bundle, hosted: QueryEmbedderSettings = DEFAULT_EMBEDDER
 ) -> tuple[Embedder | None, str | None]:
     """The embedder that matches the bundle's, or None (lexical mode) with the reason."""
     info = bundle.embedder
@@ -72,7 +65,7 @@ def dense_index(bundle: Bundle) -> DenseIndex | None:
 def site_from_bundle(
     bundle: Bundle,
     prefix: str = "/",
-    hosted: HostedEmbedder = HostedEmbedder(),
+    hosted: QueryEmbedderSettings = DEFAULT_EMBEDDER,
     params: RetrievalParams = DEFAULT_PARAMS,
 ) -> Site:
     """A loaded bundle as the server's Site (numpy scorers, query embedder if any)."""
@@ -90,7 +83,7 @@ def site_from_bundle(
 def load_site(
     site_dir: Path,
     prefix: str = "/",
-    hosted: HostedEmbedder = HostedEmbedder(),
+    hosted: QueryEmbedderSettings = DEFAULT_EMBEDDER,
     params: RetrievalParams = DEFAULT_PARAMS,
 ) -> Site:
     """Load and check one site's bundle and build its indexes (vectors stay in place)."""

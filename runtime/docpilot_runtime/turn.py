@@ -31,7 +31,7 @@ from .providers import Provider, ProviderError, make_provider
 from .records import Recorder, StageClock
 from .retrieval import Site, new_turn_id, opening_result, passages_result, refusal_result
 from .settings import Settings
-from .site_loader import HostedEmbedder, load_site
+from .site_loader import load_site
 from .types import AskRequest, Result
 from .validate import Piece
 
@@ -197,9 +197,7 @@ def load_runtime(site_dir: str | Path, settings: Settings | None = None) -> Runt
     settings = settings or Settings()
     root = Path(site_dir)
     bundles = find_bundles(root) or [("/", root)]  # no bundle: let load_site name the file
-    hosted = settings.embedder
-    embedder = HostedEmbedder(hosted.base_url, hosted.api_key_env, hosted.timeout)
-    sites = [load_site(path, prefix, embedder) for prefix, path in bundles]
+    sites = [load_site(path, prefix, settings.embedder) for prefix, path in bundles]
     providers = []
     for configured in settings.providers:
         try:

@@ -1,4 +1,4 @@
-"""The reader's widget on a built site: its options, its tags in every page, its files.
+"""The reader's widget on a built site: its tags in every page, its files.
 
 One owner for both ways a site gets the widget: the MkDocs plugin (which adds the tags
 as it writes each page) and `docpilot index` (which adds them to pages already built by
@@ -11,14 +11,13 @@ import json
 import re
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from posixpath import relpath
 from typing import Any
 
 from .bundle import Bundle
 from .schema import OptionsError
-from .settings_schema import WIDGET
+from .widget_options import WidgetOptions
 
 WIDGET_DIR = "docpilot"  # under site_dir, next to the bundle
 WIDGET_SCRIPT = "docpilot.js"
@@ -27,40 +26,6 @@ _TAGS = re.compile(
     r'<script type="module" src="[^"]*"></script>\n',
     re.S,
 )
-_DEFAULTS = WIDGET.defaults()
-
-
-@dataclass(frozen=True)
-class WidgetOptions:
-    """The widget's options; defaults are the schema's (`settings_schema.WIDGET`)."""
-
-    widget: bool = _DEFAULTS["widget"]
-    # "" = same origin (/api), an absolute http(s) URL of a runtime, or "browser".
-    endpoint: str = _DEFAULTS["endpoint"]
-    title: str = _DEFAULTS["title"]
-    placeholder: str = _DEFAULTS["placeholder"]
-    position: str = _DEFAULTS["position"]
-    suggested_questions: tuple[str, ...] = _DEFAULTS["suggested_questions"]
-    support_url: str = _DEFAULTS["support_url"]
-    history: bool = _DEFAULTS["history"]
-    language: str = _DEFAULTS["language"]  # "" = the theme's language, else English
-    strings: Mapping[str, str] = field(default_factory=dict)
-    pyodide_url: str = _DEFAULTS["pyodide_url"]
-
-    @property
-    def static_mode(self) -> bool:
-        return self.endpoint == "browser"
-
-
-WIDGET_KEYS = frozenset(WIDGET.names())
-
-
-def widget_options(values: Mapping[str, Any], where: str) -> WidgetOptions:
-    """Check the widget's keys (a plugin config or a settings file's [index] table)."""
-    checked = WIDGET.check(values, where)
-    if "endpoint" in checked:
-        checked["endpoint"] = checked["endpoint"].strip()
-    return WidgetOptions(**checked)
 
 
 def widget_source() -> Path:
@@ -165,7 +130,8 @@ def install_widget(
     the in-browser credential check (in every mode) and, in static mode, the static index.
     Without Pyodide (a broken install) ``warn`` says so and the widget, unable to check
     for secrets, sends nothing; returns whether Pyodide is there."""
-    # Imported here: loading settings (which carry WidgetOptions) must not load the installer.
+    # Imported here: the plugin and `docpilot index` load this module to write tags; only an
+    # install needs the browser runtime's files.
     from .static_assets import install_browser_runtime
 
     copy_widget(site_dir)
