@@ -69,12 +69,6 @@ CHECK = """
 ANSWERS_PER_CALL = 25  # answers rendered per round trip to the page
 
 
-@pytest.fixture(scope="session")
-def base_url() -> str:
-    """No site build: the page and the widget are served from the test itself."""
-    return ORIGIN
-
-
 @pytest.fixture
 def renderer(page: Page) -> Iterator[Page]:
     def serve(route: Route) -> None:
