@@ -523,7 +523,7 @@ class Widget {
     this.chat.turns.forEach((turn, index) => {
       const view = this.turnView(turn, index);
       if (turn.result) this.drawResult(view, turn.result, index);
-      else if (turn.error) view.body.append(el("p", "dp-error", turn.error));
+      else if (turn.error) view.body.append(this.errorBox(turn));
     });
     this.scrollDown();
   }
@@ -734,6 +734,32 @@ class Widget {
 
   // ------------------------------------------------------------ one turn
 
+  /** A turn that failed: its message with a retry, and the question back in the box. */
+  fail(view, turn, message) {
+    turn.local = true;
+    turn.error = message;
+    view.steps.remove();
+    view.body.replaceChildren(this.errorBox(turn));
+    this.live.textContent = message;
+    if (!this.input.value.trim()) this.input.value = turn.question;
+    if (turn.quote && !this.quote) this.setQuote(turn.quote);
+  }
+
+  errorBox(turn) {
+    const box = el("div", "dp-error");
+    box.append(el("p", null, turn.error), button("md-button dp-retry", null, () => this.retry(turn), T.retry));
+    return box;
+  }
+
+  /** Ask a failed turn's question again, in its place. */
+  retry(turn) {
+    if (this.busy) return;
+    this.chat.turns = this.chat.turns.filter((t) => t !== turn);
+    this.draw();
+    this.setQuote(turn.quote || "");
+    this.ask(turn.question);
+  }
+
   async ask(raw) {
     const question = String(raw || "").trim();
     if (!question || this.busy) return;
@@ -789,11 +815,7 @@ class Widget {
         await boot;
         credential = await screen(body, sent);
       } catch {
-        turn.local = true;
-        turn.error = T.check_failed;
-        view.body.append(el("p", "dp-error", T.check_failed));
-        this.live.textContent = T.check_failed;
-        return;
+        return this.fail(view, turn, T.check_failed);
       }
       if (credential) {
         turn.local = true; // never stored, never sent as history
@@ -822,11 +844,7 @@ class Widget {
       this.save();
     } catch (error) {
       console.error("DocPilot:", error.message); // the question itself is never logged
-      turn.local = true;
-      turn.error = error.unreachable ? T.network : T.error;
-      view.steps.remove();
-      view.body.replaceChildren(el("p", "dp-error", turn.error));
-      this.live.textContent = turn.error;
+      this.fail(view, turn, error.unreachable ? T.network : T.error);
     } finally {
       this.busy = false;
       this.send.disabled = false;
