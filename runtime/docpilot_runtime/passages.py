@@ -21,6 +21,7 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 MAX_SENTENCES = 2
 MAX_CODE_CHARS = 600
 MAX_SENTENCE_CHARS = 400
+EXCERPT_CHARS = 200  # a citation's preview of its section
 
 
 class Excerptable(Protocol):
@@ -88,6 +89,24 @@ def _code_node(fenced: str) -> Node:
     lines = fenced.split("\n")
     opened = open_fence(lines[0])
     return code_block("\n".join(lines[1:-1]), opened.language if opened else "")
+
+
+def page_title_of(title: str, breadcrumb: Sequence[str]) -> str:
+    """A section's page title: the breadcrumb starts with it; a page's own top section
+    has no breadcrumb and is titled as the page."""
+    return breadcrumb[0] if breadcrumb else title
+
+
+def preview(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """A section's opening words on one line, cut at a word within ``limit`` characters:
+    what a reader sees before following a citation (code fences dropped)."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith(("```", "~~~"))]
+    flat = " ".join(" ".join(lines).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
 
 
 def passages_blocks(question: str, units: Sequence[Excerptable]) -> list[Node]:
