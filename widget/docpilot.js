@@ -395,6 +395,11 @@ class Widget {
 
     this.log = panel.appendChild(el("div", "dp-log"));
     this.log.tabIndex = -1;
+    // A log, but not live itself: the region below speaks each finished block as plain
+    // text, so nothing is read twice and no Markdown is ever read out.
+    this.log.setAttribute("role", "log");
+    this.log.setAttribute("aria-live", "off");
+    this.log.setAttribute("aria-label", title);
     this.pastList = panel.appendChild(el("div", "dp-past"));
     this.pastList.hidden = true;
     // Screen readers hear progress and streamed text from here (the log itself is not live,
@@ -452,9 +457,22 @@ class Widget {
       if (ev.key === "Tab" && FULL_SCREEN.matches) this.trapFocus(ev);
     });
     document.addEventListener("keydown", (ev) => this.onKey(ev));
+    // The question box comes first in Tab order (it is drawn last): Tab from it reaches the
+    // answer's citations, actions and feedback, not the page behind the panel.
+    panel.insertBefore(form, this.log);
     root.append(panel, this.launcher, this.quoteButton);
     document.body.append(root);
     this.draw();
+    for (const event of ["scroll", "resize"]) addEventListener(event, () => this.lift(), { passive: true });
+    this.lift();
+  }
+
+  /** Keep the launcher and panel above Material's footer navigation ("Previous", "Next")
+   * once it scrolls into view, rather than covering its links. */
+  lift() {
+    const nav = document.querySelector(".md-footer__inner");
+    const top = nav ? nav.getBoundingClientRect().top : innerHeight;
+    this.root.style.setProperty("--dp-lift", `${Math.max(0, Math.round(innerHeight - top))}px`);
   }
 
   onKey(ev) {
@@ -859,6 +877,7 @@ class Widget {
       return;
     }
     this.busy = true;
+    this.log.setAttribute("aria-busy", "true");
     const controller = (this.controller = new AbortController());
     const stopped = new Promise((_, reject) => controller.signal.addEventListener("abort", () => reject(Object.assign(new Error("stopped"), { name: "AbortError" }))));
     stopped.catch(() => {});
@@ -949,6 +968,7 @@ class Widget {
       this.fail(view, turn, error.unreachable ? T.network : T.error);
     } finally {
       this.busy = false;
+      this.log.setAttribute("aria-busy", "false");
       this.sending(false);
       this.scrollDown();
       // Closed mid-answer: the launcher says something new is waiting.

@@ -109,21 +109,28 @@ def preview(text: str, limit: int = EXCERPT_CHARS) -> str:
     return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
 
 
+def source_label(unit: Excerptable) -> str:
+    """ "Page › Section" (just the title for a page's own top section)."""
+    page = page_title_of(unit.title, getattr(unit, "breadcrumb", ()))
+    return unit.title if page == unit.title else f"{page} › {unit.title}"
+
+
 def passages_blocks(question: str, units: Sequence[Excerptable]) -> list[Node]:
-    """One cited excerpt per unit, numbered in order: **Title**: text [n], then its
-    code block, if any."""
+    """One cited excerpt per unit, numbered in order, each quoted as the docs' own words
+    (a blockquote): **Page › Section**: text [n], then its code block, if any."""
     blocks: list[Node] = []
     for n, unit in enumerate(units, start=1):
         body = excerpt(question, unit.text) or unit.text[:MAX_SENTENCE_CHARS]
         head, _, code = body.partition("\n\n")
         is_code = _fenced(head)
-        lead: list[Node] = [element("strong", unit.title)]
+        lead: list[Node] = [element("strong", source_label(unit))]
         if not is_code:
             lead += [": ", *trusted_inline(" ".join(head.split()))]
-        blocks.append(element("p", *lead, " ", element("cite", n=n)))
+        quoted: list[Node] = [element("p", *lead, " ", element("cite", n=n))]
         for part in (head if is_code else "", code):
             if part and _fenced(part):
-                blocks.append(_code_node(part))
+                quoted.append(_code_node(part))
+        blocks.append(element("blockquote", *quoted))
     return blocks
 
 
