@@ -1,7 +1,8 @@
 /* DocPilot widget: a launcher and a chat panel that answer from this site's docs.
  *
  * Loaded by the `docpilot` MkDocs plugin as <script type="module" src=".../docpilot/docpilot.js">
- * next to <script type="application/json" id="docpilot-config">. No framework, no build step.
+ * next to <script type="application/json" id="docpilot-config">. No framework; the build minifies
+ * this file and docpilot.css as it copies them (widget.py, copy_widget): 15 kB gzipped at most.
  *
  * Keyboard: "A" (no modifier, focus not in a text field) opens the panel; Material keeps
  * f, s, / for search and p, n, comma, period for paging. Focus moves into the question box
@@ -690,7 +691,7 @@ class Widget {
     const turn = this.chat.turns[index];
     const tools = [];
     if (result.markdown) tools.push(button("dp-icon", T.copy, () => this.copied(tools[0], result.markdown)));
-    if (turn && turn === this.chat.turns.at(-1) && result.kind !== "credential") tools.push(button("dp-icon", T.retry, () => this.retry(turn)));
+    if (turn && turn === this.chat.turns.at(-1) && result.kind !== "credential") tools.push(button("dp-icon dp-again", T.retry, () => this.retry(turn)));
     tools.forEach((b, i) => b.append(icon(i || !result.markdown ? "retry" : "copy")));
     row.prepend(...tools);
   }
@@ -891,6 +892,7 @@ class Widget {
     this.pastList.hidden = true;
     this.log.hidden = false;
     if (!this.chat.turns.length) this.log.replaceChildren();
+    for (const again of this.log.querySelectorAll(".dp-again")) again.remove(); // only the latest answer is retried
     const turn = { question, quote: quote || undefined };
     const index = this.chat.turns.push(turn) - 1;
     const view = this.turnView(turn, index);

@@ -289,7 +289,7 @@ def test_selected_text_is_sent_as_a_quote_with_the_next_question(reader: Reader)
     assert [item["question"] for item in second["history"]] == [COVERED]
     assert second["history"][0]["kind"] == "passages"
     expect(chip).to_be_hidden()
-    expect(page.locator(".dp-turn").nth(1).locator("blockquote")).to_have_text(selected)
+    expect(page.locator(".dp-turn").nth(1).locator(".dp-q blockquote")).to_have_text(selected)
 
 
 def test_a_quote_can_be_removed_before_asking(reader: Reader) -> None:
