@@ -125,9 +125,12 @@ def test_passages_tree_keeps_docs_text_as_text() -> None:
     markdown = to_markdown(blocks)
     assert "href" not in COMMONMARK.render(markdown)
     assert commonmark_text(markdown) == flat(blocks)
-    assert blocks[1] == {"t": "pre", "c": ["pip install x"], "lang": "bash"}
+    # Each excerpt is quoted: a blockquote holding its cited paragraph and its code.
+    assert [b["t"] for b in blocks] == ["blockquote", "blockquote"]
+    quoted = [q for b in blocks for q in b["c"]]
+    assert quoted[1] == {"t": "pre", "c": ["pip install x"], "lang": "bash"}
     assert [
-        n for b in blocks for n in b.get("c", []) if isinstance(n, dict) and n["t"] == "cite"
+        n for b in quoted for n in b.get("c", []) if isinstance(n, dict) and n["t"] == "cite"
     ] == [{"t": "cite", "n": 1}, {"t": "cite", "n": 2}]
 
 

@@ -1,7 +1,8 @@
 /* DocPilot widget: a launcher and a chat panel that answer from this site's docs.
  *
  * Loaded by the `docpilot` MkDocs plugin as <script type="module" src=".../docpilot/docpilot.js">
- * next to <script type="application/json" id="docpilot-config">. No framework, no build step.
+ * next to <script type="application/json" id="docpilot-config">. No framework; the build minifies
+ * this file and docpilot.css as it copies them (widget.py, copy_widget): 15 kB gzipped at most.
  *
  * Keyboard: "A" (no modifier, focus not in a text field) opens the panel; Material keeps
  * f, s, / for search and p, n, comma, period for paging. Focus moves into the question box
@@ -50,6 +51,9 @@ const PAST_KEY = "docpilot:past"; // localStorage (history: true): finished conv
 const HISTORY_SENT = 6;
 const MAX_PAST = 20;
 const BOOT_TIMEOUT_MS = 90000;
+// The runtime's [limits] max_question_chars (2,000 unless the owner set the widget's own).
+const MAX_CHARS = Number(CONFIG.max_question_chars) || 2000;
+const LANG = document.documentElement.lang || undefined;
 const FULL_SCREEN = matchMedia("(max-width: 600px)"); // as in docpilot.css
 
 // ------------------------------------------------------------------ DOM helpers
@@ -80,6 +84,9 @@ const ICONS = {
   plus: "M12 5v14M5 12h14",
   past: "M12 7v5l3 2M3.5 12a8.5 8.5 0 1 0 2.5-6M3 4v4h4",
   thumb: "M7 11v9H4v-9zm0 0 4-7c1.5 0 2.5 1 2 3l-1 3h6c1 0 2 1 1.7 2.2l-1.7 6.3c-.3 1-1 1.5-2 1.5H7",
+  stop: "M7 7h10v10H7z",
+  copy: "M9 9h11v11H9zM5 15H4V4h11v1",
+  retry: "M20 11a8 8 0 1 0-2.3 5.7M20 4v7h-7",
 };
 
 function icon(name, flip) {
@@ -118,6 +125,25 @@ function link(href, text) {
   }
   return a;
 }
+
+/** Put `text` on the clipboard: the async API, else a hidden selection (http pages,
+ * older browsers). Resolves true when it worked. */
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = document.body.appendChild(el("textarea", "dp-sr"));
+    area.value = text;
+    area.select();
+    const done = document.execCommand("copy");
+    area.remove();
+    return done;
+  }
+}
+
+/** "Page › Section" for a citation; a page's own top section is the page. */
+const sourceLabel = (c) => (c.page_title && c.page_title !== c.title ? `${c.page_title} › ${c.title}` : c.title || c.url);
 
 // -------------------------------------------------------------- the answer tree
 
@@ -251,12 +277,14 @@ async function screen(body, sent) {
 
 /** Send one question to the runtime and read its Server-Sent Events; `view` draws
  * progress and deltas as they arrive. Resolves with the authoritative result. */
-async function askServer(body, view) {
+async function askServer(body, view, signal) {
   const response = await fetch(`${API}/ask`, {
     method: "POST",
     headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
     body: JSON.stringify(body),
-  }).catch(() => {
+    signal,
+  }).catch((error) => {
+    if (signal.aborted) throw error;
     throw Object.assign(new Error("network"), { unreachable: true });
   });
   if (!response.ok) {
@@ -368,6 +396,11 @@ class Widget {
 
     this.log = panel.appendChild(el("div", "dp-log"));
     this.log.tabIndex = -1;
+    // A log, but not live itself: the region below speaks each finished block as plain
+    // text, so nothing is read twice and no Markdown is ever read out.
+    this.log.setAttribute("role", "log");
+    this.log.setAttribute("aria-live", "off");
+    this.log.setAttribute("aria-label", title);
     this.pastList = panel.appendChild(el("div", "dp-past"));
     this.pastList.hidden = true;
     // Screen readers hear progress and streamed text from here (the log itself is not live,
@@ -381,7 +414,6 @@ class Widget {
     const row = form.appendChild(el("div", "dp-row"));
     this.input = row.appendChild(el("textarea", "dp-input"));
     this.input.rows = 1;
-    this.input.maxLength = 2000;
     this.input.placeholder = CONFIG.placeholder || "";
     this.input.setAttribute("aria-label", CONFIG.placeholder || title);
     this.send = row.appendChild(el("button", "dp-send"));
@@ -389,10 +421,18 @@ class Widget {
     this.send.setAttribute("aria-label", T.send);
     this.send.title = T.send;
     this.send.append(icon("send"));
-    form.append(el("p", "dp-foot", T.privacy));
+    this.tooLong = form.appendChild(el("p", "dp-error dp-long"));
+    this.tooLong.id = "dp-long";
+    this.tooLong.hidden = true;
+    const foot = form.appendChild(el("div", "dp-foot"));
+    foot.append(el("span", null, T.privacy));
+    this.count = foot.appendChild(el("span", "dp-count"));
+    this.count.id = "dp-count";
+    this.input.setAttribute("aria-describedby", "dp-count dp-long");
+    this.counted();
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
-      this.ask(this.input.value);
+      this.busy ? this.controller?.abort() : this.ask(this.input.value);
     });
     this.input.addEventListener("keydown", (ev) => {
       if (ev.key !== "Enter" || ev.shiftKey || ev.isComposing) return; // Shift+Enter: new line
@@ -400,6 +440,7 @@ class Widget {
       this.ask(this.input.value);
     });
     this.input.addEventListener("input", () => {
+      this.counted();
       this.input.style.height = "auto";
       this.input.style.height = `${Math.min(this.input.scrollHeight, 160)}px`;
     });
@@ -417,9 +458,22 @@ class Widget {
       if (ev.key === "Tab" && FULL_SCREEN.matches) this.trapFocus(ev);
     });
     document.addEventListener("keydown", (ev) => this.onKey(ev));
+    // The question box comes first in Tab order (it is drawn last): Tab from it reaches the
+    // answer's citations, actions and feedback, not the page behind the panel.
+    panel.insertBefore(form, this.log);
     root.append(panel, this.launcher, this.quoteButton);
     document.body.append(root);
     this.draw();
+    for (const event of ["scroll", "resize"]) addEventListener(event, () => this.lift(), { passive: true });
+    this.lift();
+  }
+
+  /** Keep the launcher and panel above Material's footer navigation ("Previous", "Next")
+   * once it scrolls into view, rather than covering its links. */
+  lift() {
+    const nav = document.querySelector(".md-footer__inner");
+    const top = nav ? nav.getBoundingClientRect().top : innerHeight;
+    this.root.style.setProperty("--dp-lift", `${Math.max(0, Math.round(innerHeight - top))}px`);
   }
 
   onKey(ev) {
@@ -442,8 +496,29 @@ class Widget {
     (ev.shiftKey ? stops.at(-1) : stops[0]).focus();
   }
 
+  /** The counter under the box: length against the limit, flagged past it. */
+  counted() {
+    const n = this.input.value.length;
+    const over = n > MAX_CHARS;
+    this.count.textContent = `${n.toLocaleString(LANG)} / ${MAX_CHARS.toLocaleString(LANG)}`;
+    this.count.classList.toggle("dp-over", over);
+    this.input.setAttribute("aria-invalid", String(over));
+    if (!over) this.tooLong.hidden = true;
+    return over;
+  }
+
+  /** The send button while a turn runs: it stops the turn. */
+  sending(busy) {
+    const label = busy ? T.stop : T.send;
+    this.send.setAttribute("aria-label", label);
+    this.send.title = label;
+    this.send.replaceChildren(icon(busy ? "stop" : "send"));
+  }
+
   open(focus = true) {
     this.panel.hidden = false;
+    this.launcher.classList.remove("dp-unread");
+    this.launcher.setAttribute("aria-label", this.launcher.title);
     this.panel.setAttribute("aria-modal", String(FULL_SCREEN.matches));
     this.launcher.setAttribute("aria-expanded", "true");
     this.root.classList.add("dp--open");
@@ -523,7 +598,7 @@ class Widget {
     this.chat.turns.forEach((turn, index) => {
       const view = this.turnView(turn, index);
       if (turn.result) this.drawResult(view, turn.result, index);
-      else if (turn.error) view.body.append(el("p", "dp-error", turn.error));
+      else if (turn.error) view.body.append(this.errorBox(turn));
     });
     this.scrollDown();
   }
@@ -560,7 +635,7 @@ class Widget {
       if (!byN.has(n)) return null;
       const a = el("a", "dp-cite", String(n));
       a.href = `#${anchor(n)}`;
-      a.setAttribute("aria-label", `${n}: ${byN.get(n).title}`);
+      a.setAttribute("aria-label", `${n}: ${sourceLabel(byN.get(n))}`);
       // Scroll within the panel; Material's instant navigation must not see this click.
       a.addEventListener("click", (ev) => {
         ev.preventDefault();
@@ -573,6 +648,11 @@ class Widget {
     };
     body.replaceChildren(tree(blocksOf(result), { cite }));
     body.dataset.kind = result.kind;
+    for (const pre of body.querySelectorAll("pre")) {
+      const copy = button("dp-icon dp-copy-code", T.copy_code, () => this.copied(copy, pre.textContent.replace(/\n$/, "")));
+      pre.append(copy);
+      copy.append(icon("copy"));
+    }
     if (result.tentative) {
       const badge = el("span", "dp-badge", T.tentative);
       badge.title = T.tentative_hint;
@@ -580,19 +660,25 @@ class Widget {
     }
     if (byN.size) {
       answer.append(el("p", "dp-label", T.sources));
-      const list = answer.appendChild(el("ol", "dp-cites"));
+      // Not an <ol>: the list's own numbers would double a numbered heading ("1. 4. Ask").
+      const list = answer.appendChild(el("ul", "dp-cites"));
       for (const c of byN.values()) {
         const item = list.appendChild(el("li"));
         item.id = anchor(c.n);
-        item.value = c.n;
+        item.append(el("span", "dp-n", String(c.n)));
         const href = c.url ? safeHref(c.url) : null;
         if (!href) {
           item.append(el("span", null, c.title)); // a site tool's reply has no page
           continue;
         }
-        const a = item.appendChild(link(href, c.title || c.url));
+        const a = item.appendChild(link(href, sourceLabel(c)));
         // Full screen, the panel covers the page: get out of the way of the cited section.
         a.addEventListener("click", () => FULL_SCREEN.matches && this.close());
+        if (!c.excerpt) continue;
+        const tip = item.appendChild(el("span", "dp-preview", c.excerpt));
+        tip.id = `${item.id}-p`;
+        tip.setAttribute("role", "tooltip");
+        a.setAttribute("aria-describedby", tip.id);
       }
     }
     if (result.kind === "refusal") this.drawRefusal(answer, body, result);
@@ -600,9 +686,26 @@ class Widget {
       const row = answer.appendChild(el("div", "dp-actions"));
       for (const action of result.actions) row.append(this.actionButton(action));
     }
-    if (result.turn_id && !STATIC && ["answer", "passages", "refusal"].includes(result.kind)) {
-      answer.append(this.feedback(result.turn_id));
-    }
+    const rated = result.turn_id && !STATIC && ["answer", "passages", "refusal"].includes(result.kind);
+    const row = answer.appendChild(rated ? this.feedback(result.turn_id) : el("div", "dp-tools"));
+    const turn = this.chat.turns[index];
+    const tools = [];
+    if (result.markdown) tools.push(button("dp-icon", T.copy, () => this.copied(tools[0], result.markdown)));
+    if (turn && turn === this.chat.turns.at(-1) && result.kind !== "credential") tools.push(button("dp-icon dp-again", T.retry, () => this.retry(turn)));
+    tools.forEach((b, i) => b.append(icon(i || !result.markdown ? "retry" : "copy")));
+    row.prepend(...tools);
+  }
+
+  /** Copy `text`, and say so on the button and to screen readers. */
+  async copied(node, text) {
+    const said = (await copyText(text)) ? T.copied : T.copy_failed;
+    const label = node.getAttribute("aria-label");
+    node.setAttribute("aria-label", said);
+    node.title = this.live.textContent = said;
+    setTimeout(() => {
+      node.setAttribute("aria-label", label);
+      node.title = label;
+    }, 2000);
   }
 
   drawRefusal(answer, body, result) {
@@ -734,18 +837,62 @@ class Widget {
 
   // ------------------------------------------------------------ one turn
 
+  /** A turn that failed: its message with a retry, and the question back in the box. */
+  fail(view, turn, message) {
+    turn.local = true;
+    turn.error = message;
+    view.steps.remove();
+    view.body.replaceChildren(this.errorBox(turn));
+    this.live.textContent = message;
+    if (!this.input.value.trim()) this.input.value = turn.question;
+    if (turn.quote && !this.quote) this.setQuote(turn.quote);
+    this.counted();
+  }
+
+  errorBox(turn) {
+    const box = el("div", "dp-error");
+    box.append(el("p", null, turn.error), button("md-button dp-retry", null, () => this.retry(turn), T.retry));
+    return box;
+  }
+
+  /** Ask a failed turn's question again, in its place. */
+  retry(turn) {
+    if (this.busy) return;
+    this.input.value = "";
+    this.chat.turns = this.chat.turns.filter((t) => t !== turn);
+    this.draw();
+    this.setQuote(turn.quote || "");
+    this.ask(turn.question);
+  }
+
   async ask(raw) {
     const question = String(raw || "").trim();
     if (!question || this.busy) return;
+    if (question.length > MAX_CHARS) {
+      // Never cut a question silently: keep it in the box and say what the limit is.
+      this.input.value ||= question;
+      this.counted();
+      this.tooLong.textContent = T.too_long.replace("{limit}", MAX_CHARS.toLocaleString(LANG));
+      this.tooLong.hidden = false;
+      this.live.textContent = this.tooLong.textContent;
+      return;
+    }
     this.busy = true;
-    this.send.disabled = true;
+    this.log.setAttribute("aria-busy", "true");
+    const controller = (this.controller = new AbortController());
+    const stopped = new Promise((_, reject) => controller.signal.addEventListener("abort", () => reject(Object.assign(new Error("stopped"), { name: "AbortError" }))));
+    stopped.catch(() => {});
+    const until = (promise) => Promise.race([promise, stopped]);
+    this.sending(true);
     const quote = this.quote;
     this.input.value = "";
     this.input.style.height = "";
+    this.counted();
     this.setQuote("");
     this.pastList.hidden = true;
     this.log.hidden = false;
     if (!this.chat.turns.length) this.log.replaceChildren();
+    for (const again of this.log.querySelectorAll(".dp-again")) again.remove(); // only the latest answer is retried
     const turn = { question, quote: quote || undefined };
     const index = this.chat.turns.push(turn) - 1;
     const view = this.turnView(turn, index);
@@ -786,14 +933,10 @@ class Widget {
       if (quote) body.quote = quote;
       let credential;
       try {
-        await boot;
-        credential = await screen(body, sent);
-      } catch {
-        turn.local = true;
-        turn.error = T.check_failed;
-        view.body.append(el("p", "dp-error", T.check_failed));
-        this.live.textContent = T.check_failed;
-        return;
+        await until(boot);
+        credential = await until(screen(body, sent));
+      } catch (error) {
+        return this.fail(view, turn, controller.signal.aborted ? T.stopped : T.check_failed);
       }
       if (credential) {
         turn.local = true; // never stored, never sent as history
@@ -810,9 +953,9 @@ class Widget {
       let result;
       if (STATIC) {
         ui.progress(T.searching);
-        result = await call("ask", { request: body });
+        result = await until(call("ask", { request: body }));
       } else {
-        result = await askServer(body, ui);
+        result = await until(askServer(body, ui, controller.signal));
       }
       cancelAnimationFrame(frame);
       turn.result = keep(result);
@@ -821,16 +964,20 @@ class Widget {
       if (!streamed.length && !drafted.length) this.live.textContent = view.body.textContent;
       this.save();
     } catch (error) {
+      cancelAnimationFrame(frame);
+      if (controller.signal.aborted) return this.fail(view, turn, T.stopped);
       console.error("DocPilot:", error.message); // the question itself is never logged
-      turn.local = true;
-      turn.error = error.unreachable ? T.network : T.error;
-      view.steps.remove();
-      view.body.replaceChildren(el("p", "dp-error", turn.error));
-      this.live.textContent = turn.error;
+      this.fail(view, turn, error.unreachable ? T.network : T.error);
     } finally {
       this.busy = false;
-      this.send.disabled = false;
+      this.log.setAttribute("aria-busy", "false");
+      this.sending(false);
       this.scrollDown();
+      // Closed mid-answer: the launcher says something new is waiting.
+      if (this.panel.hidden) {
+        this.launcher.classList.add("dp-unread");
+        this.launcher.setAttribute("aria-label", `${this.launcher.title} (${T.unread})`);
+      }
     }
   }
 }

@@ -31,6 +31,22 @@ let booting = null; // Promise of {pyodide, browser, bootMs, version}
 let loaded = false;
 let queue = Promise.resolve();
 
+// Pyodide does not always reject when one of its files fails to load (a refused .wasm can
+// leave it waiting): a failed fetch while booting fails the boot at once instead.
+let bootFailed = null;
+const pageFetch = self.fetch.bind(self);
+self.fetch = async (input, init) => {
+  const name = String(input?.url ?? input).split("?")[0].split("/").pop();
+  try {
+    const response = await pageFetch(input, init);
+    if (!response.ok) bootFailed?.(new Error(`${name}: HTTP ${response.status}`));
+    return response;
+  } catch (error) {
+    bootFailed?.(new Error(`${name} could not be loaded`));
+    throw error;
+  }
+};
+
 function directory(url) {
   const text = String(url);
   return new URL(text.endsWith("/") ? text : `${text}/`, self.location.href);
@@ -44,14 +60,15 @@ async function start(pyodideUrl) {
   // with revalidation: it names the wheel by content, so it must never be stale.
   const response = await fetch(new URL(LOCK_FILE, OWN), { cache: "no-cache" });
   if (!response.ok) throw new Error(`${LOCK_FILE}: HTTP ${response.status}`);
-  const pyodide = await loadPyodide({
+  const failed = new Promise((_, reject) => (bootFailed = reject));
+  const pyodide = await Promise.race([failed, loadPyodide({
     indexURL: base.href,
     lockFileContents: await response.json(),
     packageBaseUrl: OWN.href,
     packages: [PACKAGE],
     // Our own Pyodide comes with a reduced stdlib zip; one served elsewhere has its own.
     ...(pyodideUrl ? {} : { stdLibURL: new URL(STDLIB, OWN).href }),
-  });
+  })]).finally(() => (bootFailed = null));
   const browser = pyodide.pyimport("docpilot_runtime.browser");
   return { pyodide, browser, bootMs: Math.round(performance.now() - began), version: pyodide.version };
 }

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .markdown_tree import Node
+from .passages import page_title_of, preview
 
 MARKER_SPAN = 300  # longest marker body: one id, or several separated by commas
 _ID = r"\[\[([^\[\]\n]{1,%d})\]\]".replace("%d", str(MARKER_SPAN))
@@ -36,6 +37,13 @@ class Source:
     id: str
     url: str  # "" for a site tool's observation: it has no page
     title: str
+    page_title: str = ""
+    excerpt: str = ""
+
+
+def unit_source(uid: str, url: str, title: str, breadcrumb: Sequence[str], text: str) -> Source:
+    """The source a bundle unit is cited as."""
+    return Source(uid, url, title, page_title_of(title, breadcrumb), preview(text))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 MAX_SENTENCES = 2
 MAX_CODE_CHARS = 600
 MAX_SENTENCE_CHARS = 400
+EXCERPT_CHARS = 200  # a citation's preview of its section
 
 
 class Excerptable(Protocol):
@@ -90,21 +91,46 @@ def _code_node(fenced: str) -> Node:
     return code_block("\n".join(lines[1:-1]), opened.language if opened else "")
 
 
+def page_title_of(title: str, breadcrumb: Sequence[str]) -> str:
+    """A section's page title: the breadcrumb starts with it; a page's own top section
+    has no breadcrumb and is titled as the page."""
+    return breadcrumb[0] if breadcrumb else title
+
+
+def preview(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """A section's opening words on one line, cut at a word within ``limit`` characters:
+    what a reader sees before following a citation (code fences dropped)."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith(("```", "~~~"))]
+    flat = " ".join(" ".join(lines).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
+
+
+def source_label(unit: Excerptable) -> str:
+    """ "Page › Section" (just the title for a page's own top section)."""
+    page = page_title_of(unit.title, getattr(unit, "breadcrumb", ()))
+    return unit.title if page == unit.title else f"{page} › {unit.title}"
+
+
 def passages_blocks(question: str, units: Sequence[Excerptable]) -> list[Node]:
-    """One cited excerpt per unit, numbered in order: **Title**: text [n], then its
-    code block, if any."""
+    """One cited excerpt per unit, numbered in order, each quoted as the docs' own words
+    (a blockquote): **Page › Section**: text [n], then its code block, if any."""
     blocks: list[Node] = []
     for n, unit in enumerate(units, start=1):
         body = excerpt(question, unit.text) or unit.text[:MAX_SENTENCE_CHARS]
         head, _, code = body.partition("\n\n")
         is_code = _fenced(head)
-        lead: list[Node] = [element("strong", unit.title)]
+        lead: list[Node] = [element("strong", source_label(unit))]
         if not is_code:
             lead += [": ", *trusted_inline(" ".join(head.split()))]
-        blocks.append(element("p", *lead, " ", element("cite", n=n)))
+        quoted: list[Node] = [element("p", *lead, " ", element("cite", n=n))]
         for part in (head if is_code else "", code):
             if part and _fenced(part):
-                blocks.append(_code_node(part))
+                quoted.append(_code_node(part))
+        blocks.append(element("blockquote", *quoted))
     return blocks
 
 

@@ -27,7 +27,7 @@ from .gate import GateParams, Signals, confidence, default_params, gate_score, m
 from .lexical import ceiling_floor, idf, release_pages, term_ceiling
 from .markdown_tree import to_markdown
 from .params import DEFAULT_PARAMS, RetrievalParams
-from .passages import passages_blocks
+from .passages import page_title_of, passages_blocks, preview
 from .paths import page_key
 from .refusal import refusal_blocks
 from .social import match_social
@@ -438,7 +438,10 @@ def passages_result(
 ) -> Result:
     """Above the gate with no model answer: the best excerpts, each cited."""
     blocks = passages_blocks(question, units)
-    citations = [Citation(n=i + 1, id=u.id, url=u.url, title=u.title) for i, u in enumerate(units)]
+    citations = []
+    for n, u in enumerate(units, start=1):
+        page_title = page_title_of(u.title, u.breadcrumb)
+        citations.append(Citation(n, u.id, u.url, u.title, page_title, preview(u.text)))
     return Result(
         kind="passages",
         markdown=to_markdown(blocks),

@@ -17,6 +17,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import httpx
 
+from .citations import unit_source
 from .prompt import Excerpt, render_excerpt
 from .providers import ToolCall, ToolSpec
 from .retrieval import Site
@@ -118,7 +119,7 @@ class TurnTools:
             title = " > ".join((*unit.breadcrumb, unit.title))
             spelled = unit.id in self.emitted
             if not spelled:
-                self.emitted[unit.id] = Source(id=unit.id, url=unit.url, title=unit.title)
+                self.emitted[unit.id] = unit_source(*unit[:5])
                 self.external_urls.update(_external_urls(unit.text))
             out.append(render_excerpt(Excerpt(unit.id, title, unit.url, unit.text), spelled))
         return "\n".join(out) if out else "(no sections found)"

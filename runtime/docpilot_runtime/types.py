@@ -24,6 +24,8 @@ class Citation:
     id: str
     url: str  # "" for a site tool's reply: it has no page
     title: str
+    page_title: str = ""  # the cited section's page ("" for a site tool's reply)
+    excerpt: str = ""  # the section's opening words, a preview (EXCERPT_CHARS at most)
 
 
 @dataclass(frozen=True)

@@ -266,7 +266,9 @@ class StreamValidator:
         citations = []
         for n in sorted(set(numbers)):
             source = self.citations.source(n)
-            citations.append(Citation(n=n, id=source.id, url=source.url, title=source.title))
+            citations.append(
+                Citation(n, source.id, source.url, source.title, source.page_title, source.excerpt)
+            )
         dropped = list(self.citations.dropped)
         for cid in answer_citations:
             if isinstance(cid, str) and cid not in self.emitted and cid not in dropped:

@@ -15,6 +15,9 @@ from pathlib import Path
 from posixpath import relpath
 from typing import Any
 
+import rcssmin
+import rjsmin
+
 from .bundle import Bundle
 from .schema import OptionsError
 from .widget_options import WidgetOptions
@@ -110,13 +113,27 @@ def inject(html: str, tags: str) -> str:
     return html + tags if end < 0 else html[:end] + tags + html[end:]
 
 
+# Minified as they are copied: every page loads them, and the build must not need Node.
+_MINIFIERS: dict[str, Callable[[str], str]] = {
+    WIDGET_SCRIPT: lambda text: rjsmin.jsmin(text),
+    "docpilot.css": lambda text: rcssmin.cssmin(text),
+}
+
+
 def copy_widget(site_dir: Path) -> None:
-    """Copy the widget's files (script, stylesheet, worker, strings) into `site/docpilot/`."""
+    """Copy the widget's files (script, stylesheet, worker, strings) into `site/docpilot/`,
+    the script and stylesheet minified."""
     target = site_dir / WIDGET_DIR
     target.mkdir(parents=True, exist_ok=True)
     for path in sorted(widget_source().iterdir()):
-        if path.is_file() and not path.name.startswith((".", "_")):
+        if not path.is_file() or path.name.startswith((".", "_")):
+            continue
+        minify = _MINIFIERS.get(path.name)
+        if minify is None:
             shutil.copyfile(path, target / path.name)
+        else:
+            text = minify(path.read_text(encoding="utf-8"))
+            (target / path.name).write_text(text, encoding="utf-8")
 
 
 def install_widget(

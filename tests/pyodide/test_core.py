@@ -171,9 +171,11 @@ def test_calibrated_threshold_separates_the_small_sites_probes(site: Site) -> No
 def test_every_passage_block_ends_with_its_citation_marker() -> None:
     units = _units()
     markdown = passages_markdown("How do I rotate an API key?", units[2:4])
-    blocks = markdown.split("\n\n**")
-    assert blocks[0].startswith("**API keys**: ") and "[1]" in blocks[0]
-    assert blocks[1].startswith("Rotating keys**: ") and blocks[1].endswith("[2]")
+    # Each excerpt is a quote of the docs, led by its page and section.
+    blocks = markdown.split("\n\n> **")
+    assert blocks[0].startswith("> **Authentication › API keys**: ") and "[1]" in blocks[0]
+    assert blocks[1].startswith("Authentication › Rotating keys**: ")
+    assert blocks[1].endswith("[2]")
 
 
 def test_excerpt_keeps_the_relevant_code_block() -> None:

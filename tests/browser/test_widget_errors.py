@@ -1,0 +1,96 @@
+"""Error states a reader can see and act on: legible in both palettes, with a retry and
+the question put back, and a Pyodide file that fails to load reported at once."""
+
+from __future__ import annotations
+
+import time
+
+from browsing import Reader
+from playwright.sync_api import Page, Route, expect
+
+COVERED = "How do I exclude a page from the assistant?"
+
+# The contrast ratio (WCAG 2) of an element's text against the first opaque background
+# behind it, from computed styles; translucent layers are composited over the ones below.
+CONTRAST = """(node) => {
+  const rgba = (s) => { const m = s.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m[3] ?? 1]; };
+  const over = (top, below) => top.slice(0, 3).map((c, i) => c * top[3] + below[i] * (1 - top[3])).concat(1);
+  const layers = [];
+  for (let e = node; e; e = e.parentElement) {
+    const bg = rgba(getComputedStyle(e).backgroundColor);
+    if (bg[3] > 0) layers.push(bg);
+    if (bg[3] === 1) break;
+  }
+  let bg = [255, 255, 255, 1];
+  for (const layer of layers.reverse()) bg = over(layer, bg);
+  const fg = over(rgba(getComputedStyle(node).color), bg);
+  const lum = (c) => { const [r, g, b] = c.slice(0, 3).map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}"""
+
+
+def unreachable(page: Page) -> None:
+    page.route("**/api/ask", lambda route: route.abort("connectionrefused"))
+
+
+def test_an_error_is_legible_in_light_and_dark_and_offers_a_retry(reader: Reader) -> None:
+    page = reader.page
+    unreachable(page)
+    page.goto("/")
+    reader.open_panel()
+    reader.ask(COVERED)
+    error = page.locator(".dp-turn .dp-error")
+    expect(error).to_contain_text("could not be reached", timeout=60_000)
+    # The question is back in the box, ready to send again.
+    expect(page.locator(".dp-input")).to_have_value(COVERED)
+    text = error.locator("p")
+    light = text.evaluate(CONTRAST)
+    assert light >= 4.5, f"error text contrast {light:.2f}:1 in the light palette"
+    reader.screenshot("error-light")
+    page.locator("label[title='Switch to dark mode']").first.click()
+    expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate")
+    dark = text.evaluate(CONTRAST)
+    assert dark >= 4.5, f"error text contrast {dark:.2f}:1 in the dark palette"
+    reader.screenshot("error-dark")
+    # No progress line keeps blinking after the failure.
+    expect(page.locator(".dp-turn .dp-steps")).to_have_count(0)
+    page.locator("label[title='Switch to light mode']").first.click()
+
+    # Retry sends the same question again; this time the runtime answers.
+    page.unroute("**/api/ask")
+    error.get_by_role("button", name="Retry").click()
+    body = reader.wait_answer()
+    assert body.get_attribute("data-kind") == "passages"
+    expect(page.locator(".dp-turn")).to_have_count(1)
+    expect(page.locator(".dp-input")).to_have_value("")
+    assert [a["question"] for a in reader.asks()] == [COVERED, COVERED]
+
+
+def test_a_blocked_pyodide_file_is_reported_at_once_and_nothing_is_sent(
+    reader: Reader,
+) -> None:
+    page = reader.page
+    blocked: list[float] = []
+
+    def block(route: Route) -> None:
+        blocked.append(time.monotonic())
+        route.abort("blockedbyclient")
+
+    # A proxy or a policy refusing the WebAssembly file, as some do.
+    page.context.route("**/*.wasm", block)
+    page.goto("/")
+    reader.open_panel()
+    reader.ask(COVERED)
+    error = page.locator(".dp-turn .dp-error")
+    # The widget's own deadline is 90 s; a failed fetch must be reported long before.
+    expect(error).to_contain_text("nothing was sent", timeout=30_000)
+    reported = time.monotonic()
+    assert blocked, "the .wasm was never requested"
+    assert reported - blocked[0] < 3, f"reported {reported - blocked[0]:.1f} s after the failure"
+    assert reader.api_requests() == []
+    expect(page.locator(".dp-input")).to_have_value(COVERED)
+    expect(error.get_by_role("button", name="Retry")).to_be_visible()
+    expect(page.locator(".dp-turn .dp-steps")).to_have_count(0)
+    assert "… …" not in (page.locator("#dp-panel").text_content() or "")
+    assert "secret check" not in (page.locator("#dp-panel").text_content() or "")

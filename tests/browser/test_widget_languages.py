@@ -1,0 +1,65 @@
+"""The widget speaks the page's language: the strings follow the site's `<html lang>`
+(Material's `theme.language`), from one table per language in widget/i18n/."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browsing import mkdocs_build
+from playwright.sync_api import Page, expect
+
+I18N = Path(__file__).resolve().parents[2] / "widget" / "i18n"
+LANGUAGES = ("en", "de", "fr", "es", "pt", "it", "ja", "zh", "ko", "hi")
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def japanese_site(make_site: Any) -> Iterator[str]:
+    """A small site built with `theme.language: ja`, on a plain file server."""
+    config = make_site(
+        {"index.md": "# ホーム\n\nようこそ。\n"}, {}, theme={"name": "material", "language": "ja"}
+    )
+    done = mkdocs_build(config)
+    assert done.returncode == 0, done.stderr
+    handler = functools.partial(Quiet, directory=str(config.parent / "site"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_every_language_table_has_every_string() -> None:
+    english = json.loads((I18N / "en.json").read_text(encoding="utf-8"))
+    for language in LANGUAGES:
+        table = json.loads((I18N / f"{language}.json").read_text(encoding="utf-8"))
+        assert set(table) == set(english), language
+        assert "{limit}" in table["too_long"], language
+
+
+def test_a_japanese_page_gets_japanese_strings(page: Page, japanese_site: str) -> None:
+    page.goto(japanese_site)
+    expect(page.locator("html")).to_have_attribute("lang", "ja")
+    launcher = page.locator(".dp-launcher")
+    expect(launcher).to_have_text("質問")
+    launcher.click()
+    panel = page.locator("#dp-panel")
+    expect(panel.get_by_role("button", name="閉じる")).to_be_visible()
+    expect(panel.get_by_role("button", name="送信")).to_be_visible()
+    expect(panel).to_contain_text("質問にパスワードやキーを貼り付けないでください。")
+    page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()

@@ -1,0 +1,21 @@
+"""The widget's weight on every page: its script and stylesheet, as the build writes them
+(minified), gzipped, stay within the budget (the worker and string tables load apart)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+BUDGET = 15_000  # bytes, gzip -9
+
+
+def test_the_built_widget_script_and_stylesheet_stay_within_15_kb_gzipped(
+    example_site: Path,
+) -> None:
+    folder = example_site / "docpilot"
+    files = [folder / "docpilot.js", folder / "docpilot.css"]
+    size = sum(len(gzip.compress(f.read_bytes(), 9)) for f in files)
+    assert size <= BUDGET, f"{size} bytes gzipped, over the {BUDGET}-byte budget"
+    source = sum(len((Path(__file__).parents[2] / "widget" / f.name).read_bytes()) for f in files)
+    built = sum(len(f.read_bytes()) for f in files)
+    assert built < source * 0.8, "the build copied the widget without minifying it"
