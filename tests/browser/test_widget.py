@@ -93,7 +93,8 @@ def test_citation_marker_and_link_land_on_the_cited_anchor(reader: Reader) -> No
     target.click()
     page.wait_for_url(re.compile(re.escape(path.split("//", 1)[1].split("/", 1)[1]) + "#"))
     assert page.evaluate("location.hash") == f"#{anchor}"
-    assert page.evaluate("(id) => !!document.getElementById(id)", anchor)
+    # Instant navigation swaps the article in after the URL changes: wait for it.
+    expect(page.locator(f"[id='{anchor}']")).to_have_count(1)
     # Material's instant navigation kept the document, the panel and the conversation.
     assert page.evaluate("window.__sameDocument") is True
     expect(page.locator(".dp-turn")).to_have_count(1)
