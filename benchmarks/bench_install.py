@@ -121,14 +121,16 @@ def main() -> None:
     added = sorted(ours - material)
     sizes = {name: installed_bytes(name) for name in added}
     print(f"mkdocs-docpilot adds {len(added)} distributions, {sum(sizes.values()) / 1e6:.1f} MB "
-          "(installed files, no .pyc) to mkdocs-material:")
+          "(installed files, no .pyc) to mkdocs-material:\n")
+    print("| distribution | MB |\n|---|---:|")
     for name, size in sorted(sizes.items(), key=lambda kv: -kv[1]):
-        print(f"  {name}: {size / 1e6:.1f} MB")
+        print(f"| {name} | {size / 1e6:.1f} |")
     runs = [importtime("mkdocs_docpilot.plugin") for _ in range(1 if args.smoke else 3)]
     seconds = statistics.median(r[0] for r in runs)
-    print(f"\nimport mkdocs_docpilot.plugin: {seconds:.2f} s, {runs[0][1]} modules; heaviest:")
+    print(f"\nimport mkdocs_docpilot.plugin: {seconds:.2f} s, {runs[0][1]} modules; heaviest:\n")
+    print("| top-level package | s (own import time) |\n|---|---:|")
     for top, own in runs[0][2]:
-        print(f"  {top}: {own:.3f} s")
+        print(f"| {top} | {own:.3f} |")
 
 
 if __name__ == "__main__":
