@@ -17,6 +17,7 @@ sub-path; the widget's files are copied into `site/docpilot/` after the build.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,12 @@ def empty_index_warning(pages: list[PageSource], folder: str, exclude: Sequence[
         else "no pages were built"
     )
     return f"the index of {where} is empty: {cause}; the assistant will refuse every question"
+
+
+def docs_version() -> str:
+    """The version being built when mike deploys one (it sets ``MIKE_DOCS_VERSION`` for
+    the ``mkdocs build`` it runs into the version's folder), else ""."""
+    return os.environ.get("MIKE_DOCS_VERSION", "").strip()
 
 
 def language_build(config: MkDocsConfig) -> tuple[str, str] | None:
@@ -262,7 +269,9 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
             log.info(where + line.removeprefix("DocPilot: "))
         if result.report.units == 0:
             log.warning(empty_index_warning(self.pages, folder, self.options.exclude))
-        if self.language is not None:
-            entry = bundle_entry(root, result.report.path, self.language[1])
-            record_bundle(root, entry)
+        # Every build lists its bundle in the site root's manifest: a language's build adds
+        # its prefix beside the others; a mike build names the version it deploys.
+        language = self.language[1] if self.language else str(config.theme.get("language") or "")
+        entry = bundle_entry(root, result.report.path, language, docs_version())
+        record_bundle(root, entry)
 

@@ -120,3 +120,37 @@ def test_a_language_whose_index_is_empty_is_a_build_warning(tmp_path: Path) -> N
         "docpilot: the index of the 'de' pages is empty" in line and "2 of 2 pages" in line
         for line in warnings
     ), result.stderr
+
+
+def test_one_project_per_language_with_extra_alternate(tmp_path: Path) -> None:
+    """Material's other multi-language layout: one MkDocs project per language, each
+    built into its own folder of one site, linked by ``extra.alternate``."""
+    alternate = [
+        {"name": "English", "link": "/en/", "lang": "en"},
+        {"name": "Deutsch", "link": "/de/", "lang": "de"},
+    ]
+    site = tmp_path / "site"
+    for lang, pages in (("en", EN), ("de", DE)):
+        project = tmp_path / lang
+        for name, text in pages.items():
+            (project / "docs" / f"{name}.md").parent.mkdir(parents=True, exist_ok=True)
+            (project / "docs" / f"{name}.md").write_text(text, encoding="utf-8")
+        config = {
+            "site_name": "Languages",
+            "site_dir": str(site / lang),
+            "theme": {"name": "material", "language": lang},
+            "extra": {"alternate": alternate},
+            "plugins": ["search", {"docpilot": {"cache_dir": str(tmp_path / "cache")}}],
+        }
+        path = project / "mkdocs.yml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        mkdocs_build(path)
+    for lang in ("en", "de"):
+        (row,) = json.loads((site / lang / "docpilot" / "manifest.json").read_text())["bundles"]
+        assert (row["prefix"], row["language"]) == ("/", lang)
+        page = (site / lang / "index.html").read_text(encoding="utf-8").replace(" ", "")
+        assert f'"language":"{lang}"' in page
+    german = _ask(site, "Welche Python-Version wird für den Bau benötigt?", "/de/")
+    assert "benötigt" in german["markdown"] and "or newer" not in german["markdown"]
+    english = _ask(site, "Which Python version is required?", "/en/")
+    assert any(c["title"] == "Requirements" for c in english["citations"]), english
