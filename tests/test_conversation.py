@@ -10,18 +10,21 @@ question; each uncovered one was carried past the gate in hybrid mode before the
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 from docpilot_runtime.evaluation import EvalMode, evaluate, evaluation_runtime, load_questions
 from docpilot_runtime.followup import fold, followup_terms, function_words
 from docpilot_runtime.retrieval import ask_without_model
+from docpilot_runtime.tokenize import query_terms
 from docpilot_runtime.turn import Runtime
 from docpilot_runtime.types import AskRequest, HistoryItem
 
 PROXY = "How do I run the runtime behind a reverse proxy?"
 CONTAINER = "How do I deploy the runtime in a container?"
 STATIC = "How do I turn on static mode?"
+TOOLS = Path(__file__).resolve().parents[1] / "tools" / "function_words"
 
 
 @pytest.fixture(scope="module", params=["bundle", "lexical"])
@@ -118,7 +121,13 @@ def test_uncovered_question_in_another_language_stays_refused_after_a_covered_tu
 
 
 def test_function_words_of_many_languages_are_set_aside_as_the_tokenizer_spells_them() -> None:
+    """The shipped file holds the package's lists as the current tokenizer spells them
+    (re-run tools/function_words/make_function_words.py --lists when this fails)."""
+    lists = json.loads((TOOLS / "stop_words.json").read_text(encoding="utf-8"))
+    assert len(lists["languages"]) >= 30 and "BSD" in lists["source"]
+    spelled = {t for listed in lists["languages"].values() for w in listed for t in query_terms(w)}
     words = function_words()
+    assert words == spelled
     assert {"the", "und", "les", "cómo", "para"} <= words
     assert not {"proxy", "certificat", "cooki"} & words
 

@@ -46,13 +46,10 @@ class Vocabulary(Protocol):
 
 @lru_cache(maxsize=1)
 def function_words() -> frozenset[str]:
-    """Every language's function words, as the tokenizer spells them."""
+    """Every language's function words, as the tokenizer spells them (the data file holds
+    them tokenized: see tools/function_words/)."""
     data = json.loads(FUNCTION_WORDS_FILE.read_text(encoding="utf-8"))
-    words: set[str] = set()
-    for listed in data["languages"].values():
-        for word in listed:
-            words.update(query_terms(word))
-    return frozenset(words)
+    return frozenset(data["terms"])
 
 
 def fold(term: str) -> str:
