@@ -54,6 +54,8 @@ def function_words() -> frozenset[str]:
 
 def fold(term: str) -> str:
     """``term`` without its accents: "système" -> "systeme"."""
+    if term.isascii():
+        return term  # most of a corpus's vocabulary: nothing to fold
     return "".join(c for c in unicodedata.normalize("NFKD", term) if not unicodedata.combining(c))
 
 
