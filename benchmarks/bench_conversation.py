@@ -14,10 +14,13 @@ set with `docpilot_runtime.evaluation` in bundle (hybrid) and lexical mode, and 
     .venv/bin/python benchmarks/bench_conversation.py --smoke    # example-site, few questions
     .venv/bin/python benchmarks/bench_conversation.py --split tune --features
 
-``--features`` prints, per follow-up, what the rescue rule was chosen from: the plain and
-composed gate scores over the threshold, the follow-up's terms, those beyond the earlier
-question's, how many of those the corpus never uses, and the idf-weighted share of the
-known ones found in the composed question's top three units.
+``--features`` prints, per follow-up, what the rescue rule was chosen from
+(``docpilot_runtime.followup``): the plain and composed gate scores over the threshold,
+the follow-up's own content terms (beyond the earlier question's, no function words),
+how many of those the corpus never uses, the share of all its terms the corpus knows
+(low: another language), how many of its corpus words (exact or cognate) held in few
+units are found in the composed question's best units, the score of the question the
+rule rescues it on ("-": not rescued), and the cognates it matched.
 """
 
 from __future__ import annotations
@@ -35,16 +38,17 @@ import yaml
 from common import HERE, tree_state
 from docpilot_runtime.evaluation import (
     EvalQuestion,
+    Outcome,
     Report,
     evaluate,
     evaluation_runtime,
     format_report,
     lexical_runtime,
     load_questions,
+    summarise,
 )
-from docpilot_runtime.lexical import idf
-from docpilot_runtime.retrieval import anchor_questions, own_unseen_terms
-from docpilot_runtime.tokenize import query_terms
+from docpilot_runtime.followup import followup_terms
+from docpilot_runtime.retrieval import anchor_questions
 from docpilot_runtime.turn import Runtime
 
 ROOT = HERE.parent
@@ -93,11 +97,25 @@ def conversation(runtime: Runtime, questions: list[EvalQuestion], report: Report
     unrelated = [q for q in questions if q.kind == "followup_unrelated"]
     with_history = [o for o in report.outcomes if o.kind == "followup_unrelated"]
     bare = evaluate(runtime, alone(unrelated)).outcomes
-    carried = sum(1 for b, h in zip(bare, with_history, strict=True) if not b.answered and h.answered)
+    carried_by = [
+        q.lang
+        for q, b, h in zip(unrelated, bare, with_history, strict=True)
+        if not b.answered and h.answered
+    ]
+    carried = len(carried_by)
     elliptical = [q for q in questions if q.kind == "followup_elliptical"]
     without = evaluate(runtime, alone(elliptical)).kinds.get("followup_elliptical")
     withh = report.kinds.get("followup_elliptical")
+    answered_by = [
+        (q.lang, o.answered)
+        for q, o in zip(
+            elliptical, [o for o in report.outcomes if o.kind == "followup_elliptical"], strict=True
+        )
+    ]
     return {
+        "carried_langs": carried_by,
+        "unrelated_langs": [q.lang for q, b in zip(unrelated, bare, strict=True) if not b.answered],
+        "elliptical_langs": answered_by,
         "followup_unrelated": len(unrelated),
         "refused_alone": sum(1 for b in bare if not b.answered),
         "carried_past_gate": carried,
@@ -113,6 +131,7 @@ def features(runtime: Runtime, questions: list[EvalQuestion]) -> None:
     """One line per follow-up: the signals the rescue rule was measured on."""
     site = runtime.sites[0]
     index = site.searcher.lexical
+    p = site.params
     threshold = site.gate_params(site.mode).threshold
     for q in questions:
         anchors = anchor_questions(q.history)
@@ -121,18 +140,24 @@ def features(runtime: Runtime, questions: list[EvalQuestion]) -> None:
         plain = site.judge(site.search(q.question))[1] / threshold
         ranking = site.search(" ".join([*anchors, q.question]))
         composed = site.judge(ranking)[1] / threshold
-        earlier = {t for a in anchors for t in query_terms(a)}
-        own = [t for t in query_terms(q.question) if t not in earlier]
-        known = [t for t in own if index.document_frequency(t) > 0]
-        top = set(ranking.order[:3])
-        weight = {t: idf(index.count, index.document_frequency(t)) for t in known}
-        held = sum(w for t, w in weight.items() if top & {u for u, _ in index.search([t], index.count)})
-        share = held / sum(weight.values()) if weight else 1.0
+        found = followup_terms(index, anchors, q.question)
+        mapped = {t: t if index.document_frequency(t) else site.cognates.of(t) for t in found.own}
+        content = [
+            t
+            for t in dict.fromkeys(mapped.values())
+            if t is not None and index.document_frequency(t) <= p.rescue_content_df * index.count
+        ]
+        top = set(ranking.order[: p.rescue_held_units])
+        held = [t for t in content if top & {u for u, _ in index.search([t], index.count)}]
+        rescue = site.rescue_question(anchors, q.question)
+        verdict = (
+            "-" if rescue is None else "%.2f" % (site.judge(site.search(rescue))[1] / threshold)
+        )
         print(
             f"{q.kind[9:]:10} {q.lang} plain {plain:5.2f} composed {composed:5.2f} "
-            f"terms {len(query_terms(q.question)):2} own {len(own):2} "
-            f"unseen {own_unseen_terms(index, anchors, q.question):2} held {share:4.2f} | "
-            f"{q.question[:60]}"
+            f"own {len(found.own):2} unseen {len(found.unseen):2} known {found.known_share:4.2f} "
+            f"held {len(held)}/{len(content)} rescue {verdict:>5} | {q.question[:50]} | "
+            + " ".join(f"{k}~{v}" for k, v in mapped.items() if v and v != k)
         )
     print()
 
@@ -150,9 +175,13 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="build even if a bundle exists")
     args = parser.parse_args()
     corpora = ["example-site"] if args.smoke else (args.corpus or list(CORPORA))
-    print(f"# bench_conversation · {time.strftime('%Y-%m-%d')} · tree {tree_state()} · "
-          f"split {args.split}\n")
+    print(
+        f"# bench_conversation · {time.strftime('%Y-%m-%d')} · tree {tree_state()} · "
+        f"split {args.split}\n"
+    )
     totals: dict[str, dict[str, int]] = {}
+    pooled: dict[str, list[Outcome]] = {}
+    langs: dict[str, dict[str, list[int]]] = {}
     for corpus in corpora:
         site = build(corpus, args.rebuild)
         questions = load_questions(HERE / "devsets" / corpus / f"{args.split}.jsonl")
@@ -168,6 +197,7 @@ def main() -> None:
                 features(runtime, questions)
                 continue
             report = evaluate(runtime, questions)
+            pooled.setdefault(mode, []).extend(report.outcomes)
             figures = conversation(runtime, questions, report)
             print(f"## {corpus} · {args.split} · {mode} ({runtime.sites[0].mode})\n")
             print(format_report(report))
@@ -181,18 +211,42 @@ def main() -> None:
                 f"{fmt(figures['elliptical_r5_history'])} / alone "
                 f"{fmt(figures['elliptical_r5_alone'])}\n"
             )
-            bucket = totals.setdefault(mode, {"carried": 0, "unrelated_alone_refused": 0,
-                                              "unrelated_alone": 0})
+            bucket = totals.setdefault(
+                mode, {"carried": 0, "unrelated_alone_refused": 0, "unrelated_alone": 0}
+            )
             bucket["carried"] += figures["carried_past_gate"]
+            by_lang = langs.setdefault(mode, {})
+            for lang, answered in figures["elliptical_langs"]:
+                row = by_lang.setdefault(lang, [0, 0, 0, 0])
+                row[0] += 1
+                row[1] += answered
+            for lang in figures["unrelated_langs"]:
+                by_lang.setdefault(lang, [0, 0, 0, 0])[2] += 1
+            for lang in figures["carried_langs"]:
+                by_lang[lang][3] += 1
             for o in report.outcomes:
                 if o.kind in ("unrelated", "near_miss"):
                     bucket["unrelated_alone"] += 1
                     bucket["unrelated_alone_refused"] += not o.answered
+    for mode, outcomes in pooled.items():
+        print(f"## all sets · {args.split} · {mode}\n")
+        print(format_report(summarise(outcomes)))
+        print()
+        print(
+            "| lang | followup_elliptical answered | followup_unrelated refused alone, "
+            "carried past the gate |"
+        )
+        print("| --- | ---: | ---: |")
+        for lang, (n, answered, refused, carried) in sorted(langs[mode].items()):
+            print(f"| {lang} | {answered}/{n} | {carried} of {refused} |")
+        print()
     for mode, bucket in totals.items():
         share = bucket["unrelated_alone_refused"] / max(bucket["unrelated_alone"], 1)
-        print(f"{mode}: uncovered questions carried past the gate by a covered turn "
-              f"{bucket['carried']}; uncovered asked alone refused {share:.2f} "
-              f"({bucket['unrelated_alone_refused']}/{bucket['unrelated_alone']})")
+        print(
+            f"{mode}: uncovered questions carried past the gate by a covered turn "
+            f"{bucket['carried']}; uncovered asked alone refused {share:.2f} "
+            f"({bucket['unrelated_alone_refused']}/{bucket['unrelated_alone']})"
+        )
 
 
 if __name__ == "__main__":

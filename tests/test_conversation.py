@@ -10,17 +10,21 @@ question; each uncovered one was carried past the gate in hybrid mode before the
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 from docpilot_runtime.evaluation import EvalMode, evaluate, evaluation_runtime, load_questions
+from docpilot_runtime.followup import fold, followup_terms, function_words
 from docpilot_runtime.retrieval import ask_without_model
+from docpilot_runtime.tokenize import query_terms
 from docpilot_runtime.turn import Runtime
 from docpilot_runtime.types import AskRequest, HistoryItem
 
 PROXY = "How do I run the runtime behind a reverse proxy?"
 CONTAINER = "How do I deploy the runtime in a container?"
 STATIC = "How do I turn on static mode?"
+TOOLS = Path(__file__).resolve().parents[1] / "tools" / "function_words"
 
 
 @pytest.fixture(scope="module", params=["bundle", "lexical"])
@@ -65,6 +69,79 @@ def test_elliptical_follow_up_refused_alone_is_rescued_in_hybrid_mode(example_si
     assert turn(runtime, question)["kind"] == "refusal"
     after = turn(runtime, question, "How do I exclude a page from the assistant?")
     assert after["kind"] == "passages" and after["rescued"] is True
+
+
+def test_follow_up_in_another_language_is_rescued_in_the_corpus_words(runtime: Runtime) -> None:
+    """Most of its words are unknown to the English corpus, but those it shares with it
+    ("cors", "origins") are about the earlier turn's sections: it passes, composed in
+    those corpus words."""
+    question = "und wie konfiguriere ich dabei die CORS-Origins?"
+    assert turn(runtime, question)["kind"] == "refusal"
+    site = runtime.sites[0]
+    found = followup_terms(site.searcher.lexical, [PROXY], question)
+    assert found.unseen and found.known_share < site.params.rescue_foreign_share
+    composed = site.rescue_question([PROXY], question)
+    assert composed is not None and composed.startswith(PROXY)
+    assert question not in composed  # the follow-up's own words are replaced by the corpus's
+    after = turn(runtime, question, PROXY)
+    assert after["kind"] == "passages" and after["rescued"] is True
+
+
+@pytest.mark.parametrize(
+    ("earlier", "question"),
+    [
+        (PROXY, "¿y cómo configuro los orígenes CORS?"),  # "configuro" ~ "configure"
+        (CONTAINER, "et avec quelles variables d'environnement ?"),
+    ],
+)
+def test_follow_up_in_another_language_matched_by_cognates_is_rescued_in_hybrid_mode(
+    example_site: Path, earlier: str, question: str
+) -> None:
+    runtime = evaluation_runtime(example_site, "bundle")
+    assert turn(runtime, question)["kind"] == "refusal"
+    after = turn(runtime, question, earlier)
+    assert after["kind"] == "passages" and after["rescued"] is True
+
+
+@pytest.mark.parametrize(
+    ("earlier", "question"),
+    [
+        (PROXY, "et quelle est la recette de la tarte aux pommes ?"),
+        (CONTAINER, "wer hat die Mondscheinsonate komponiert?"),
+        (CONTAINER, "¿y puedo pagar la factura con tarjeta de crédito?"),
+    ],
+)
+def test_uncovered_question_in_another_language_stays_refused_after_a_covered_turn(
+    runtime: Runtime, earlier: str, question: str
+) -> None:
+    assert turn(runtime, question)["kind"] == "refusal"
+    assert runtime.sites[0].rescue_question([earlier], question) is None
+    after = turn(runtime, question, earlier)
+    assert after["kind"] == "refusal" and after["rescued"] is False
+
+
+def test_function_words_of_many_languages_are_set_aside_as_the_tokenizer_spells_them() -> None:
+    """The shipped file holds the package's lists as the current tokenizer spells them
+    (re-run tools/function_words/make_function_words.py --lists when this fails)."""
+    lists = json.loads((TOOLS / "stop_words.json").read_text(encoding="utf-8"))
+    assert len(lists["languages"]) >= 30 and "BSD" in lists["source"]
+    spelled = {t for listed in lists["languages"].values() for w in listed for t in query_terms(w)}
+    words = function_words()
+    assert words == spelled
+    assert {"the", "und", "les", "cómo", "para"} <= words
+    assert not {"proxy", "certificat", "cooki"} & words
+
+
+def test_cognates_fold_accents_and_share_all_but_one_letter_of_the_corpus_word(
+    runtime: Runtime,
+) -> None:
+    cognates = runtime.sites[0].cognates
+    assert fold("système") == "systeme"
+    assert cognates.of("statique") == "static"
+    assert cognates.of("incluirla") == "includ"
+    assert cognates.of("configuro") == "configur"
+    assert cognates.of("bananenbrot") is None
+    assert cognates.of("ab") is None  # too short to tell a cognate from chance
 
 
 DEVSET = Path(__file__).resolve().parents[1] / "benchmarks" / "devsets" / "example-site"

@@ -61,16 +61,24 @@ class RetrievalParams:
     All three were chosen on the dev sets' tune halves (``benchmarks/bench_lexical.py``).
     * ``off_topic_quantile`` (0.95), ``threshold_range`` (0.1, 0.75): the threshold is
       the score that this share of everyday off-topic questions stay below, clamped.
-    * ``rescue_unseen_terms`` (0): a follow-up the gate refuses may still pass on the
-      composed question (earlier question + follow-up) only when at most this many of its
-      own terms (beyond the earlier question's) are absent from the corpus. Measured on
-      the dev sets' tune halves (``benchmarks/bench_conversation.py --features``): every
-      English elliptical follow-up had 0 such terms, every uncovered follow-up the
-      composed channel carried past the gate had 1-5 (its subject: "banana bread",
-      "Okta", "licence"); neither the follow-up's own gate score, its length, nor the
-      share of its terms the composed winner holds separated the two. Follow-ups in a
-      language the corpus is not written in also have unseen terms and are no longer
-      rescued: there the lexical channel cannot tell a follow-up from a new question.
+    * ``rescue_unseen_terms`` (0), ``rescue_foreign_share`` (0.5), ``rescue_content_df``
+      (0.2), ``rescue_held_units`` (3), ``cognate_prefix`` (5): which refused follow-ups
+      may pass on the composed question (``followup``). A follow-up in the corpus's
+      language passes only when at most ``rescue_unseen_terms`` of its own content words
+      (beyond the earlier question's, function words of any language set aside) are
+      absent from the corpus: every English elliptical follow-up on the tune halves had
+      none, every uncovered one the composed channel carried past the gate had 1-5
+      ("banana bread", "Okta", "licence"). A follow-up is in another language when under
+      ``rescue_foreign_share`` of its terms are known to the corpus (tune halves: every
+      German, French, Spanish and Chinese follow-up under 0.30, every English one over
+      0.32). There unseen words are expected; it passes when each of its words the corpus
+      knows (exactly, or as a cognate sharing ``cognate_prefix`` letters) and holds in at
+      most ``rescue_content_df`` of its units occurs in one of the composed question's
+      ``rescue_held_units`` best units, and is then composed in those corpus words. On
+      the tune halves this answered 5 of the 7 foreign elliptical follow-ups the gate
+      and the first rule refused in bundle mode (5 of 9 in lexical mode), and none of the
+      uncovered ones (their corpus words, "back" in "backe", "limit" and "ip" in
+      "limiter ... par IP", lie elsewhere; "question" is in 46 % of example-site's units).
     """
 
     rrf_k: int = 60
@@ -115,6 +123,10 @@ class RetrievalParams:
     off_topic_quantile: float = 0.95
     threshold_range: tuple[float, float] = (0.1, 0.75)
     rescue_unseen_terms: int = 0
+    rescue_foreign_share: float = 0.5
+    rescue_content_df: float = 0.2
+    rescue_held_units: int = 3
+    cognate_prefix: int = 5
 
 
 DEFAULT_PARAMS = RetrievalParams()

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 
 from .bundle import Bundle, UnitRecord
 from .credentials import credential_reply, screen_request
+from .followup import Cognates, rescue_question
 from .gate import GateParams, Signals, confidence, default_params, gate_score, margin
 from .lexical import ceiling_floor, idf, release_pages, term_ceiling
 from .markdown_tree import to_markdown
@@ -42,6 +43,7 @@ class LexicalScorer(Protocol):
     """A BM25+ scorer over the bundle's lexical block (``lexical`` or ``lexical_numpy``)."""
 
     count: int
+    vocabulary: dict[str, int]
 
     def document_frequency(self, term: str) -> int: ...
 
@@ -196,17 +198,6 @@ def anchor_questions(history: Sequence[HistoryItem]) -> list[str]:
     return parts
 
 
-def own_unseen_terms(index: LexicalScorer, anchors: Sequence[str], question: str) -> int:
-    """How many of the follow-up's own terms (beyond its anchors') the corpus never uses.
-
-    Such a term names a subject no unit covers, so the composed question could pass
-    only on the earlier turn's words: "banana bread" after a covered question."""
-    earlier = {t for a in anchors for t in query_terms(a)}
-    return sum(
-        1 for t in query_terms(question) if t not in earlier and index.document_frequency(t) == 0
-    )
-
-
 @dataclass(frozen=True)
 class Retrieval:
     """The gate's verdict on a turn, with what the rest of the turn needs.
@@ -296,6 +287,7 @@ class Site:
     embedder_error: str | None = None
     page_units: dict[str, list[int]] = field(init=False, repr=False)
     unit_rows: dict[str, int] = field(init=False, repr=False)  # unit id -> row
+    _cognates: Cognates | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         if not self.prefix.endswith("/"):
@@ -362,11 +354,24 @@ class Site:
         )
         return best[: self.params.page_first_units]
 
-    def may_rescue(self, anchors: Sequence[str], question: str) -> bool:
-        """Whether a follow-up the gate refused may pass on the composed question: only
-        when its own subject is one the corpus covers (``RetrievalParams.rescue_unseen_terms``)."""
-        unseen = own_unseen_terms(self.searcher.lexical, anchors, question)
-        return unseen <= self.params.rescue_unseen_terms
+    @property
+    def cognates(self) -> Cognates:
+        """The corpus words foreign follow-ups are matched to, indexed on first use."""
+        if self._cognates is None:
+            self._cognates = Cognates(self.searcher.lexical, self.params.cognate_prefix)
+        return self._cognates
+
+    def rescue_question(self, anchors: Sequence[str], question: str) -> str | None:
+        """The composed question a follow-up the gate refused may pass on, or None when
+        it brings a subject of its own the corpus does not cover (``followup``)."""
+        return rescue_question(
+            self.searcher.lexical,
+            self.cognates,
+            self.params,
+            anchors,
+            question,
+            lambda text: self.search(text).order,
+        )
 
     def retrieve(self, request: AskRequest) -> Retrieval:
         """Stage 3: retrieval and the gate, with the composed follow-up as a rescue."""
@@ -374,8 +379,11 @@ class Site:
         passed, score, conf = self.judge(ranking)
         rescued = False
         anchors = anchor_questions(request.history)
-        if anchors and not passed and self.may_rescue(anchors, request.question):
-            composed_ranking = self.search(" ".join([*anchors, request.question]))
+        composed = (
+            self.rescue_question(anchors, request.question) if anchors and not passed else None
+        )
+        if composed is not None:
+            composed_ranking = self.search(composed)
             c_passed, c_score, c_conf = self.judge(composed_ranking)
             if c_passed:
                 ranking, passed, score, conf, rescued = (

@@ -74,6 +74,7 @@ BROWSER_MODULES = (
     "credential_patterns",
     "credentials",
     "fences",
+    "followup",
     "gate",
     "lexical",
     "markdown_tree",
@@ -87,8 +88,8 @@ BROWSER_MODULES = (
     "types",
 )
 # Data files the browser core reads next to its modules (the credential rules, the social
-# phrases): plain data, so any other engine can share them.
-BROWSER_DATA = ("credential_rules.json", "social_phrases.json")
+# phrases, the function words): plain data, so any other engine can share them.
+BROWSER_DATA = ("credential_rules.json", "social_phrases.json", "function_words.json")
 # Where this package is installed: its own copy of Pyodide is in assets/pyodide/, and
 # node_modules/pyodide is also looked for above it.
 PACKAGE_DIR = Path(__file__).resolve().parent

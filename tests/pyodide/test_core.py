@@ -247,3 +247,29 @@ def test_passages_treat_list_items_as_their_own_sentences() -> None:
     text = "Hosts all work.\n- Keep the folder in place.\n- Serve wasm as application/wasm."
     quoted = excerpt("keep folder", text)
     assert "- Keep" not in quoted and "Keep the folder in place." in quoted
+
+
+# --- the composed channel --------------------------------------------------------------------
+
+
+def _after(question: str, earlier: str) -> dict[str, Any]:
+    return ask({"question": question, "history": [{"question": earlier, "kind": "passages"}]})
+
+
+def test_follow_up_in_another_language_is_rescued_through_a_cognate(site: Site) -> None:
+    """The function-word lists (a JSON data file) and the cognate match run in the browser
+    too: "expirent" meets "expire" in the earlier answer's section."""
+    question = "et les clés expirent quand ?"
+    assert ask({"question": question})["kind"] == "refusal"
+    after = _after(question, "How do I rotate an API key?")
+    assert after["kind"] == "passages" and after["rescued"] is True
+    assert after["citations"][0]["id"] == "/auth/#rotating-keys"
+
+
+def test_unrelated_question_in_another_language_stays_refused_after_a_covered_turn(
+    site: Site,
+) -> None:
+    question = "wie backe ich ein Brot mit Sauerteig?"
+    assert ask({"question": question})["kind"] == "refusal"
+    after = _after(question, "How do I rotate an API key?")
+    assert after["kind"] == "refusal" and after["rescued"] is False
