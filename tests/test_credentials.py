@@ -352,6 +352,55 @@ def test_random_token_behind_an_unknown_vendor_prefix_is_flagged() -> None:
 
 
 @pytest.mark.parametrize(
+    "token",
+    [
+        "fx_" + rand(HEX, 40),  # a hex body behind an unknown prefix
+        "qz-" + rand("abcdefghijklmnopqrstuvwxyz0123456789", 48),  # lower-case base36
+        "wy0_" + rand(URLSAFE, 54),  # url-safe base64 with "-" and "_" inside
+        "acme-api-" + rand(ALNUM, 17) + "-" + rand(ALNUM, 32),  # a long middle segment
+    ],
+)
+def test_unknown_vendor_token_in_a_new_shape_is_flagged(token: str) -> None:
+    assert found_kind(f"The deploy log prints `{token}` before the error") == "generic_api_token"
+
+
+def test_uuid_behind_a_secret_prefix_is_a_key_but_behind_an_id_prefix_is_not() -> None:
+    h = rand(HEX, 32)
+    uuid = f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:]}"
+    assert found_kind(f"Is sk_{uuid} the right format?") is not None
+    assert find_credential(f"The job req_{uuid} failed, user-{uuid} too") is None
+
+
+def test_hex_behind_a_prefix_next_to_digest_words_is_not_flagged() -> None:
+    assert find_credential(f"cache key: docs-{rand(HEX, 40)}") is None
+    assert find_credential(f"build-{rand(HEX, 40)} is the commit that broke it") is None
+
+
+def test_vendor_prefix_that_repeats_the_name_is_still_a_secret() -> None:
+    token = "sk-helicone-" + "-".join(rand("abcdefghijklmnopqrstuvwxyz0123456789", 7)
+                                      for _ in range(4))
+    assert found_kind(f"HELICONE_API_KEY: {token}") == "high_entropy_secret"
+    assert find_credential("HELICONE_API_KEY: my_helicone_api_key_here") is None
+
+
+def test_a_key_named_after_a_product_in_prose_is_a_credential() -> None:
+    assert found_kind(f"my Algolia key is {rand(HEX, 32)} and it is rejected") is not None
+    assert find_credential(f"the cache key is {rand(HEX, 32)} after the build") is None
+
+
+def test_openvpn_static_key_block_is_flagged_but_its_header_alone_is_not() -> None:
+    lines = "\n".join(rand(HEX, 32) for _ in range(8))
+    block = f"-----BEGIN OpenVPN Static key V1-----\n{lines}\n-----END OpenVPN Static key V1-----"
+    assert found_kind(f"tls-auth ta.key:\n{block}") == "openvpn_static_key"
+    assert find_credential("Where does -----BEGIN OpenVPN Static key V1----- go?") is None
+
+
+def test_personal_access_token_named_pat_is_flagged() -> None:
+    assert found_kind(f"CLARIFAI_PAT={rand(HEX, 32)}") == "high_entropy_secret"
+    assert find_credential("Set CLARIFAI_PAT to your token from the settings page") is None
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "How do I rotate my API key?",

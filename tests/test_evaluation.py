@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from docpilot_runtime.evaluation import (
     EvalError,
+    Outcome,
     evaluate,
     format_report,
     load_questions,
     ranked_pages,
+    summarise,
 )
 from docpilot_runtime.turn import load_runtime
 
@@ -105,7 +107,9 @@ def test_eval_verb_prints_json_per_kind(example_site: Path, tmp_path: Path, mode
     path = write_jsonl(tmp_path / "q.jsonl", CLI_QUESTIONS)
     done = docpilot_eval(str(example_site), str(path), "--json", "--mode", mode)
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    modes = json.loads(done.stdout)["modes"]
+    assert list(modes) == [mode]
+    report = modes[mode]
     assert report["questions"] == 4
     assert set(report["kinds"]) == {
         "answerable", "unrelated", "followup_unrelated", "followup_elliptical"
@@ -131,3 +135,73 @@ def test_eval_verb_names_the_bad_line(example_site: Path, tmp_path: Path) -> Non
     done = docpilot_eval(str(example_site), str(path))
     assert done.returncode == 2
     assert "q.jsonl:2: field 'kind' is 'x'" in done.stderr
+
+
+def test_eval_verb_runs_both_modes_and_writes_the_html_page(
+    example_site: Path, tmp_path: Path
+) -> None:
+    path = write_jsonl(tmp_path / "q.jsonl", CLI_QUESTIONS)
+    page = tmp_path / "out" / "eval.html"
+    done = docpilot_eval(str(example_site), str(path), "--json", "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    modes = json.loads(done.stdout)["modes"]
+    assert list(modes) == ["bundle", "lexical"]
+    assert modes["bundle"]["retriever"] == "hybrid" and modes["lexical"]["retriever"] == "lexical"
+    for report in modes.values():
+        refused = [o for o in report["outcomes"] if not o["answered"]]
+        assert report["refusal_recall"] == 1.0  # both off-topic questions are refused
+        assert report["refusal_precision"] == sum(not o["should_answer"] for o in refused) / len(
+            refused)
+        assert [b["count"] for b in report["bands"]] and sum(b["count"] for b in report["bands"]) == 4
+    html = page.read_text(encoding="utf-8")
+    assert "<script" not in html
+    assert html.count('<section class="mode"') == 2
+    assert "Confidence calibration, lexical mode" in html
+
+
+def _outcome(kind: str, answered: bool, confidence: int, rank: int | None = None,
+             expect: tuple[str, ...] = ()) -> Outcome:
+    return Outcome(question=f"{kind} {confidence}", kind=kind, should_answer=bool(expect),
+                   answered=answered, result_kind="passages" if answered else "refusal",
+                   confidence=confidence, rescued=False, retriever="lexical", rank=rank,
+                   pages=("/a/",), expected=expect)
+
+
+def test_refusal_figures_bands_and_the_worst_misses_first() -> None:
+    outcomes = [
+        _outcome("answerable", True, 90, 1, ("/a/",)),
+        _outcome("answerable", True, 70, None, ("/z/",)),  # answered from other pages
+        _outcome("answerable", False, 30, 2, ("/a/",)),  # refused, page ranked 2
+        _outcome("near_miss", True, 85),  # confidently answered, docs silent: the worst
+        _outcome("near_miss", False, 35),
+        _outcome("unrelated", False, 10),
+    ]
+    report = summarise(outcomes, "lexical")
+    assert report.refusal_precision == 2 / 3  # 3 refused, 2 rightly
+    assert report.refusal_recall == 2 / 3
+    assert report.near_miss_refusal == 0.5
+    assert report.recall_at_5 == 2 / 3 and report.recall_at_1 == 1 / 3
+    assert [m.question for m in report.misses] == ["near_miss 85", "answerable 70", "answerable 30"]
+    bands = {b.low: b for b in report.bands}
+    assert bands[80].count == 2 and bands[80].answered == 1.0 and bands[80].should_answer == 0.5
+    assert bands[20].count == 2 and bands[20].answered == 0.0 and bands[20].recall_at_5 == 1.0
+    assert bands[40].count == 0 and bands[40].answered is None
+    assert "| 80-100 | 2 | 0.50 | 1.00 | 1.00 |" in format_report(report)
+    assert "| 20-39 | 2 | 0.50 | 0.00 | 1.00 |" in format_report(report)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"question": "x?", "kind": "near_miss", "expect_pages": ["a/"]},
+         "expects a refusal, so expect_pages must be empty"),
+        ({"question": "x?", "kind": "followup_unrelated"}, "needs a history"),
+        ({"question": "x?", "kind": "unrelated", "history": [{"question": "y?"}]},
+         "is a first turn"),
+        ({"question": "x?", "kind": "after_refusal", "history": [{"question": "y?"}]},
+         "last history turn to be 'refusal'"),
+    ],
+)
+def test_kind_and_history_must_agree(tmp_path: Path, line: dict[str, object], message: str) -> None:
+    with pytest.raises(EvalError, match=message):
+        load_questions(write_jsonl(tmp_path / "q.jsonl", [line]))

@@ -509,7 +509,7 @@ def assignment_cases() -> list[dict[str, object]]:
         add(case(template.format(pw=password()), "password_assignment", origin))
     app_key = base64.b64encode(bytes(RNG.getrandbits(8) for _ in range(32))).decode()
     add(case(f"APP_KEY=base64:{app_key} in .env, Laravel still says no encryption key",
-             "high_entropy_secret", "Laravel APP_KEY (base64: prefix)"))
+             "laravel_app_key", "Laravel APP_KEY (base64: prefix)"))
     add(case(f"SECRET_KEY=django-insecure-{chars(ALNUM + '!@#$%^&*(-_=+)', 50)} in settings.py",
              "high_entropy_secret", "Django generated SECRET_KEY"))
     add(case(f"My API token for Cloudflare: {chars(URLSAFE, 40)}", "high_entropy_secret",

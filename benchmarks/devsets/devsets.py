@@ -1,9 +1,10 @@
 """Load, validate and split the dev sets in ``benchmarks/devsets/<corpus>/{tune,test}.jsonl``.
 
-Pure Python (no third-party imports) so the eval harness, the tests and a Pyodide run can
-all read the sets the same way. One JSON object per line:
-
-    {"question", "kind", "expect_pages"?, "history"?, "page"?, "context"?, "lang", "source"}
+The line format is `docpilot eval`'s question set, and its one parser is
+``docpilot_runtime.evaluation.parse_question``: every line is read there. This module adds
+the dev sets' own policy on top (every line says its ``lang`` and its ``source``, a thread
+URL or "written"; page URLs are site-relative, as mkdocs writes them; a history turn has
+exactly ``question``, ``kind`` and ``markdown``), and the tune/test split.
 
 ``python benchmarks/devsets/devsets.py check SITE_DIR SET_DIR`` validates a set against a
 built site (every gold page must exist as ``SITE_DIR/<url>index.html``).
@@ -15,159 +16,53 @@ import hashlib
 import json
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from docpilot_runtime.evaluation import KINDS, EvalError, EvalQuestion, parse_question
 
 HERE = Path(__file__).resolve().parent
 SPLITS = ("tune", "test")
 
 ANSWERABLE = "answerable"
-NEAR_MISS = "near_miss"
-UNRELATED = "unrelated"
-FOLLOWUP_ELLIPTICAL = "followup_elliptical"
-FOLLOWUP_UNRELATED = "followup_unrelated"
-AFTER_REFUSAL = "after_refusal"
-KINDS = (ANSWERABLE, NEAR_MISS, UNRELATED, FOLLOWUP_ELLIPTICAL, FOLLOWUP_UNRELATED, AFTER_REFUSAL)
-# Kinds whose gold is "answer with these pages"; the others expect a refusal.
-ANSWER_KINDS = frozenset({ANSWERABLE, FOLLOWUP_ELLIPTICAL})
-# Kinds that carry an earlier turn, and the kind that earlier turn must have.
-HISTORY_KINDS = {
-    FOLLOWUP_ELLIPTICAL: ANSWERABLE,
-    FOLLOWUP_UNRELATED: ANSWERABLE,
-    AFTER_REFUSAL: "refusal",
-}
-# An after_refusal follow-up may itself be covered (expect_pages) or not (refuse).
-OPTIONAL_PAGES_KINDS = frozenset({AFTER_REFUSAL})
-FIELDS = frozenset(
-    {"question", "kind", "expect_pages", "history", "page", "context", "lang", "source"}
-)
+Item = EvalQuestion  # one dev-set question with its gold outcome
+DevsetError = EvalError  # a line that breaks the format; names file, line and field
 HISTORY_FIELDS = frozenset({"question", "kind", "markdown"})
 
-
-class DevsetError(ValueError):
-    """A dev-set line that breaks the format; the message names file, line and field."""
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One earlier turn of a conversation, as the reader's widget would send it back."""
-
-    question: str
-    kind: str  # "answer" or "refusal"
-    markdown: str
-
-
-@dataclass(frozen=True)
-class Item:
-    """One dev-set question with its gold outcome."""
-
-    question: str
-    kind: str
-    lang: str
-    source: str
-    expect_pages: tuple[str, ...] = ()
-    history: tuple[Turn, ...] = ()
-    page: str | None = None
-    context: str | None = None
-
-    @property
-    def expects_answer(self) -> bool:
-        """True when the gold outcome is an answer citing one of ``expect_pages``."""
-        return bool(self.expect_pages)
-
-    def to_json(self) -> dict[str, Any]:
-        """The line's JSON object, fields in the documented order, optional ones omitted."""
-        out: dict[str, Any] = {"question": self.question, "kind": self.kind}
-        if self.expect_pages:
-            out["expect_pages"] = list(self.expect_pages)
-        if self.history:
-            out["history"] = [
-                {"question": t.question, "kind": t.kind, "markdown": t.markdown}
-                for t in self.history
-            ]
-        if self.page is not None:
-            out["page"] = self.page
-        if self.context is not None:
-            out["context"] = self.context
-        out["lang"] = self.lang
-        out["source"] = self.source
-        return out
+__all__ = ["ANSWERABLE", "KINDS", "DevsetError", "Item", "load", "parse_item", "read_jsonl"]
 
 
 def _fail(where: str, message: str) -> DevsetError:
     return DevsetError(f"{where}: {message}")
 
 
-def _text(raw: dict[str, Any], key: str, where: str, required: bool = True) -> str | None:
-    value = raw.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise _fail(where, f"field {key!r} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _page_url(url: Any, where: str, field: str) -> str:
+def _site_relative(url: Any, where: str, field: str) -> None:
     # Page URLs are relative to the site root exactly as mkdocs writes them: "" for the home
     # page, otherwise a path ending in "/" (use_directory_urls).
     if not isinstance(url, str) or url.startswith("/") or (url and not url.endswith("/")):
         raise _fail(where, f"{field} entry {url!r} must be a site-relative URL ending in '/'")
-    return url
 
 
 def parse_item(raw: Any, where: str) -> Item:
-    """Check one decoded line and return it as an ``Item``; raise ``DevsetError`` if bad."""
-    if not isinstance(raw, dict):
-        raise _fail(where, "each line must be a JSON object")
-    unknown = set(raw) - FIELDS
-    if unknown:
-        raise _fail(where, f"unknown field(s) {sorted(unknown)}")
-    question = _text(raw, "question", where)
-    kind = _text(raw, "kind", where)
-    assert question is not None and kind is not None
-    if kind not in KINDS:
-        raise _fail(where, f"field 'kind' is {kind!r}, expected one of {list(KINDS)}")
-    lang = _text(raw, "lang", where)
-    source = _text(raw, "source", where)
-    assert lang is not None and source is not None
-    if not (source == "written" or source.startswith("https://")):
-        raise _fail(where, f"field 'source' must be a thread URL or 'written', got {source!r}")
-    pages_raw = raw.get("expect_pages", [])
-    if not isinstance(pages_raw, list):
-        raise _fail(where, "field 'expect_pages' must be a list")
-    pages = tuple(_page_url(u, where, "expect_pages") for u in pages_raw)
-    if kind in ANSWER_KINDS and not pages:
-        raise _fail(where, f"kind {kind!r} needs at least one expect_pages entry")
-    if kind not in ANSWER_KINDS and kind not in OPTIONAL_PAGES_KINDS and pages:
-        raise _fail(where, f"kind {kind!r} expects a refusal, so expect_pages must be empty")
-    history_raw = raw.get("history", [])
-    if not isinstance(history_raw, list):
-        raise _fail(where, "field 'history' must be a list")
-    history = []
-    for n, turn in enumerate(history_raw):
-        at = f"{where} history[{n}]"
-        if not isinstance(turn, dict) or set(turn) != HISTORY_FIELDS:
-            raise _fail(at, f"must be an object with exactly {sorted(HISTORY_FIELDS)}")
-        t_question, t_kind = _text(turn, "question", at), _text(turn, "kind", at)
-        t_markdown = _text(turn, "markdown", at)
-        assert t_question is not None and t_kind is not None and t_markdown is not None
-        if t_kind not in ("answer", "refusal"):
-            raise _fail(at, f"field 'kind' is {t_kind!r}, expected 'answer' or 'refusal'")
-        history.append(Turn(t_question, t_kind, t_markdown))
-    if kind in HISTORY_KINDS:
-        if not history:
-            raise _fail(where, f"kind {kind!r} needs a history with the earlier turn")
-        wanted = "answer" if HISTORY_KINDS[kind] == ANSWERABLE else "refusal"
-        if history[-1].kind != wanted:
-            raise _fail(where, f"kind {kind!r} needs its last history turn to be {wanted!r}")
-    elif history:
-        raise _fail(where, f"kind {kind!r} is a first turn, so history must be empty")
-    page = raw.get("page")
-    if page is not None:
-        page = _page_url(page, where, "page")
-    context = _text(raw, "context", where, required=False)
-    return Item(question, kind, lang, source, pages, tuple(history), page, context)
+    """Check one decoded line (the format, then the dev sets' policy); raise DevsetError."""
+    item = parse_question(raw, where)
+    for key in ("lang", "source"):
+        value = raw.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise _fail(where, f"field {key!r} must be a non-empty string, got {value!r}")
+    if not (item.source == "written" or item.source.startswith("https://")):
+        raise _fail(where, f"field 'source' must be a thread URL or 'written', got {item.source!r}")
+    for url in raw.get("expect_pages", []):
+        _site_relative(url, where, "expect_pages")
+    if raw.get("page") is not None:
+        _site_relative(raw["page"], where, "page")
+    for n, turn in enumerate(raw.get("history", [])):
+        if set(turn) != HISTORY_FIELDS or not str(turn.get("markdown", "")).strip():
+            raise _fail(f"{where} history[{n}]", f"must be an object with exactly "
+                        f"{sorted(HISTORY_FIELDS)}, each non-empty")
+    if "context" in raw and not raw["context"].strip():
+        raise _fail(where, "field 'context' must be a non-empty string when present")
+    return item
 
 
 def read_jsonl(path: Path) -> list[Item]:
@@ -201,12 +96,12 @@ def corpora() -> list[str]:
 
 
 def missing_pages(items: Iterable[Item], site_dir: Path) -> list[str]:
-    """Gold and current-page URLs with no ``index.html`` in the built site."""
+    """Gold and current-page URLs (site-relative) with no ``index.html`` in the built site."""
     urls: set[str] = set()
     for item in items:
-        urls.update(item.expect_pages)
+        urls.update(p.lstrip("/") for p in item.expect_pages)
         if item.page is not None:
-            urls.add(item.page)
+            urls.add(item.page.lstrip("/"))
     return sorted(u for u in urls if not (site_dir / u / "index.html").is_file())
 
 

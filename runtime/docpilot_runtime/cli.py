@@ -130,20 +130,24 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .api import evaluate_site
-    from .evaluation import format_report
+    from .evaluation import EvalMode, evaluate_modes, format_run
 
-    report = evaluate_site(
+    modes: tuple[EvalMode, ...] = ("bundle", "lexical") if args.mode == "both" else (args.mode,)
+    run = evaluate_modes(
         args.site_dir,
         args.questions,
-        mode=args.mode,
+        modes,
         with_context=args.with_context,
         settings=_settings(args),
     )
+    if args.html:
+        from .report.evaluation_page import write_evaluation_page
+
+        write_evaluation_page(run, args.html)
     if args.json:
-        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+        print(json.dumps(run.to_dict(), ensure_ascii=False, indent=2))
     else:
-        print(format_report(report))
+        print(format_run(run))
     return 0
 
 
@@ -256,9 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--json", action="store_true", help="print the report as JSON")
     evaluation.add_argument(
         "--mode",
-        choices=["bundle", "lexical"],
-        default="bundle",
-        help="bundle: the bundle's own mode (hybrid with an embedder); lexical: no dense channel",
+        choices=["both", "bundle", "lexical"],
+        default="both",
+        help="bundle: the bundle's own mode (hybrid with an embedder); lexical: no dense "
+        "channel; both (default): one after the other",
+    )
+    evaluation.add_argument(
+        "--html", metavar="PATH", help="also write the report for people as one HTML page"
     )
     evaluation.add_argument(
         "--with-context", action="store_true", help="send each question's pasted 'context'"

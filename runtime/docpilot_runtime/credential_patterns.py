@@ -155,6 +155,9 @@ VERB_LIKE_PASSWORD_WORDS = frozenset(_words("verb_like_password_words"))
 # First segments that name public keys, digests and object ids (Stripe `pi_`, OpenAI `file-`,
 # Anthropic `msg_`).
 ID_PREFIXES = frozenset(_words("id_prefixes"))
+# First segments that say what follows is a secret (`sk_`, `api-`, `pat-`): behind one of
+# these even a UUID body is a key, where behind `req_` or `user-` it is an identifier.
+SECRET_PREFIXES = frozenset(_words("secret_prefixes"))
 # Claims that mark a JWT as a documentation sample (jwt.io's "John Doe", sub 1234567890).
 JWT_STAND_INS = _words("jwt_stand_ins")
 # Words near a hex value that make it a digest, not a key.

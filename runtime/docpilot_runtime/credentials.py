@@ -79,6 +79,7 @@ from .credential_patterns import (
     PROSE_FILLERS,
     PUBLIC_VALUE_PREFIXES,
     REFERENCE_MARKERS,
+    SECRET_PREFIXES,
     SECRET_STEMS,
     SECRET_SUFFIXES,
     SECRET_WORDS,
@@ -373,6 +374,8 @@ def _structured_secrets(text: str, lowered: str) -> list[CredentialMatch]:
     if "putty-user-key-file" in lowered and "private-lines" in lowered:
         start = lowered.index("putty-user-key-file")
         found.append(CredentialMatch("pem_private_key", "PuTTY private key", start, len(text)))
+    if "openvpn static key" in lowered:
+        found.extend(_openvpn_static_keys(text))
     for m in _DER_PRIVATE.finditer(text):
         if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "+/"):
             continue
@@ -385,6 +388,21 @@ def _structured_secrets(text: str, lowered: str) -> list[CredentialMatch]:
                 found.append(CredentialMatch("jwt", "JSON Web Token (JWT)", *m.span()))
                 break
     return found
+
+
+_OPENVPN_KEY = re.compile(
+    r"-----BEGIN OpenVPN Static key V1-----[ \t]*+(?:\\n|\r?\n)"
+    r"((?:[0-9a-fA-F]{16,64}+(?:\\n|\r?\n)){2,16}+)"
+)
+
+
+def _openvpn_static_keys(text: str) -> list[CredentialMatch]:
+    """OpenVPN's `tls-auth`/`tls-crypt` key: 2,048 random bits as hex lines in a block."""
+    for m in _OPENVPN_KEY.finditer(text):
+        body = "".join(ch for ch in m.group(1) if ch in "0123456789abcdefABCDEF")
+        if len(body) >= 64 and _random_enough(body) and not _is_patterned(body.lower()):
+            return [CredentialMatch("openvpn_static_key", "OpenVPN static key", *m.span())]
+    return []
 
 
 def _pem_private_keys(text: str) -> list[CredentialMatch]:
@@ -447,6 +465,8 @@ def _contextual_secrets(text: str, lowered: str) -> list[CredentialMatch]:
         found.extend(_url_passwords(text))
     if _LONG_ALNUM_RUN.search(text):  # ties go to the first listed: the vendor-style token
         found.extend(_prefixed_random_tokens(text))
+    if _UUID_BODY.search(text):
+        found.extend(_prefixed_uuids(text))
     found.extend(_named_secrets(text, lowered))
     if any(command in lowered for command in CLI_COMMANDS):
         found.extend(_command_line_passwords(text))
@@ -555,7 +575,9 @@ def _named_secrets(text: str, lowered: str) -> list[CredentialMatch]:
         previous = _previous_word(text, start)
         if prose and len(words) == 1 and words[0] in VERB_LIKE_PASSWORD_WORDS and previous != "de":
             continue  # "pass `stream=True`": the verb, not a password ("mot de passe" is)
-        family = _name_family(words, previous)
+        begin = start - 1 - len(previous)
+        proper = bool(previous) and text[begin].isupper() and text[begin + 1 : start].islower()
+        family = _name_family(words, previous, proper=proper)
         if family is None:
             continue
         if family == "authorization":
@@ -612,8 +634,11 @@ def _is_secret_word(word: str) -> bool:
     )
 
 
-def _name_family(words: list[str], previous: str) -> str | None:
-    """What a name says its value is: password, secret, ambiguous key, header, or nothing."""
+def _name_family(words: list[str], previous: str, *, proper: bool = False) -> str | None:
+    """What a name says its value is: password, secret, ambiguous key, header, or nothing.
+
+    `proper` says the word before the name is capitalised like a product's name ("my
+    Algolia key"), which makes a lone "key" a credential, as "API key" does."""
     if not words or any(w in NAME_STOP_WORDS for w in words) or previous in PREVIOUS_STOP_WORDS:
         return None
     if any(w.startswith(("csrf", "xsrf")) for w in words):
@@ -629,7 +654,9 @@ def _name_family(words: list[str], previous: str) -> str | None:
     if keyish:
         # Only English "key" alone is vague (primary key, cache key); "clave", "Schlüssel",
         # "ключ" in a docs question mean a credential, and their qualifier often follows.
-        vague = keyish[0] == "key" and len(words) == 1 and previous not in KEY_QUALIFIERS
+        named_product = proper and previous not in NAME_STOP_WORDS
+        vague = (keyish[0] == "key" and len(words) == 1 and previous not in KEY_QUALIFIERS
+                 and not named_product)
         return "key" if vague else "secret"
     if words[-1] == "bearer":
         return "bearer"
@@ -707,8 +734,8 @@ def _judge_named_value(
     for prefix in ("base64:", "oauth:"):  # Laravel's APP_KEY=base64:…, Twitch's oauth:…
         if value.startswith(prefix):
             value, start = value[len(prefix) :], start + len(prefix)
-    if any(len(w) >= 3 and w in value.lower() for w in words):
-        return None  # "api_key: my_api_key_here" names itself
+    if _names_itself(value, words):
+        return None  # "api_key: my_api_key_here"
     if family == "bearer":
         if _looks_random(value):
             return CredentialMatch("authorization_header", "bearer token", start, end)
@@ -728,6 +755,41 @@ def _judge_named_value(
     if prose and _HEX.fullmatch(value) and _near_hash_words(text, start):
         return None  # "the sha256 of the token file is …"
     return CredentialMatch("high_entropy_secret", "secret token or API key", start, end)
+
+
+def _names_itself(value: str, words: list[str]) -> bool:
+    """True when the value spells its own name as a word ("my_api_key_here",
+    `PKCS12PrivateKeyTypes` under `key:`) and nothing random is left without it. A vendor
+    prefix that repeats the name (`sk-helicone-…` under HELICONE_API_KEY, `RGAPI-…` under
+    RIOT_API_KEY) leaves a random rest; a name's letters met by chance inside a random body
+    are not a word."""
+    lowered = value.lower()
+    if len(lowered) != len(value):
+        return any(len(w) >= 3 and w in lowered for w in words)
+    covered = [False] * len(value)
+    for word in (w for w in words if len(w) >= 3):
+        at = lowered.find(word)
+        while at != -1:
+            after = at + len(word)
+            if _word_bounded(value, at, after):
+                if at >= 12 or (after < len(value) and value[after] not in "-_."):
+                    return True  # the name inside the value, not a prefix before it
+                covered[at:after] = [True] * len(word)
+            at = lowered.find(word, at + 1)
+    if not any(covered):
+        return False
+    rest = "".join(ch for ch, hidden in zip(value, covered, strict=True) if not hidden)
+    return not _looks_random(rest.strip("_-.:"))
+
+
+def _word_bounded(value: str, start: int, end: int) -> bool:
+    """`value[start:end]` stands as a word: separators, the ends, or case changes around it."""
+    head, tail = value[start], value[end - 1]
+    before = start == 0 or not value[start - 1].isalnum() or (
+        value[start - 1].islower() and head.isupper())
+    after = end == len(value) or not value[end].isalnum() or (
+        value[end].isupper() and tail.islower())
+    return before and after
 
 
 def _near_hash_words(text: str, pos: int) -> bool:
@@ -762,21 +824,59 @@ def _authorization_header(text: str, pos: int) -> CredentialMatch | None:
     return None
 
 
-_LONG_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{32}")
+_LONG_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{24}")
+# An unknown vendor's token: a short lower- or mixed-case prefix of up to three segments
+# joined by "_" or "-" (`abc_`, `sk-lf-`, `pat-na1-`), then a random body. Bodies may
+# carry "_" and "-" (url-safe base64); each is judged on its letters and digits.
 _PREFIXED_TOKEN = re.compile(
-    r"(?<![A-Za-z0-9_\-./+=@:])([A-Za-z][A-Za-z0-9]{1,11}[_\-](?:[A-Za-z0-9]{1,11}[_\-]){0,2})"
-    r"([A-Za-z0-9]{32,}+)(?![A-Za-z0-9_\-./+=])"
+    r"(?<![A-Za-z0-9_\-./+=@:])([A-Za-z][A-Za-z0-9]{1,11}[_\-](?:[A-Za-z0-9]{1,20}[_\-]){0,2})"
+    r"([A-Za-z0-9][A-Za-z0-9_\-]{23,}+)(?![A-Za-z0-9_\-./+=])"
 )
+_UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_UUID_BODY = re.compile(_UUID_TEXT)
+# A UUID behind a prefix (`sk_…`, `pat-na1-…`, `access-production-…`): a key only when the
+# prefix's first segment says so (SECRET_PREFIXES); `req_…`, `user-…` are identifiers.
+_PREFIXED_UUID = re.compile(
+    r"(?<![A-Za-z0-9_\-./+=@:])([A-Za-z][A-Za-z0-9]{1,11})[_\-](?:[A-Za-z0-9]{1,12}[_\-]){0,2}?"
+    + _UUID_TEXT + r"(?![A-Za-z0-9_\-./+=])"
+)
+
+
+def _prefixed_uuids(text: str) -> list[CredentialMatch]:
+    for m in _PREFIXED_UUID.finditer(text):
+        if m.group(1).lower() in SECRET_PREFIXES and not _is_stand_in(m.group()):
+            return [CredentialMatch("generic_api_token", "API token", *m.span())]
+    return []
 
 
 def _prefixed_random_tokens(text: str) -> list[CredentialMatch]:
     for m in _PREFIXED_TOKEN.finditer(text):
-        first = re.split(r"[_\-]", m.group(1).lower(), maxsplit=1)[0]
+        prefix, body = m.group(1), m.group(2)
+        first = re.split(r"[_\-]", prefix.lower(), maxsplit=1)[0]
         if first in ID_PREFIXES or m.group().startswith(PUBLIC_VALUE_PREFIXES):
             continue
-        if _looks_random(m.group(2), strong=True, allow_hex=False):
+        if _is_stand_in(body) or _words_only(m.group()):
+            continue
+        if _looks_like_vendor_body(text, m.start(), first, body):
             return [CredentialMatch("generic_api_token", "API token", *m.span())]
     return []
+
+
+def _looks_like_vendor_body(text: str, start: int, first: str, body: str) -> bool:
+    """A body behind an unknown prefix that is random: base62, lower-case base36, or a hex
+    string (not next to digest words)."""
+    core = "".join(ch for ch in body if ch.isalnum())
+    if len(core) < 24:
+        return False
+    if _HEX.fullmatch(core):
+        return len(core) >= 32 and not _near_hash_words(text, start) and (
+            _entropy(core) >= _entropy_floor(len(core)))
+    if _looks_random(core, strong=True, allow_hex=False):
+        return True
+    # Lower-case base36 (`csk-…`, `glimt-…`): two classes, so it must be long and mixed.
+    return len(core) >= 32 and (core.islower() or core.isupper()) and (
+        any(c.isdigit() for c in core) and _mixes_like_random(core)
+        and _entropy(core) >= _entropy_floor(len(core)))
 
 
 # --- What a real value looks like ---------------------------------------------------------

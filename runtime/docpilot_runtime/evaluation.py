@@ -27,6 +27,7 @@ import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -62,10 +63,31 @@ class EvalQuestion:
     page: str | None = None
     context: str = ""
     lang: str = "en"
+    source: str = ""
 
     @property
     def should_answer(self) -> bool:
         return bool(self.expect_pages)
+
+    def to_json(self) -> dict[str, Any]:
+        """The line's JSON object, fields in the documented order, optional ones omitted
+        (page URLs site-relative, as the files spell them)."""
+        out: dict[str, Any] = {"question": self.question, "kind": self.kind}
+        if self.expect_pages:
+            out["expect_pages"] = [p.lstrip("/") for p in self.expect_pages]
+        if self.history:
+            out["history"] = [
+                {"question": t.question, "kind": t.kind, "markdown": t.markdown}
+                for t in self.history
+            ]
+        if self.page is not None:
+            out["page"] = self.page
+        if self.context:
+            out["context"] = self.context
+        out["lang"] = self.lang
+        if self.source:
+            out["source"] = self.source
+        return out
 
     def request(self, with_context: bool = False) -> AskRequest:
         text = self.question
@@ -79,7 +101,23 @@ def _page(url: str) -> str:
     return "/" + url.split("#", 1)[0].lstrip("/")
 
 
+# Kinds whose question the docs answer (they list expect_pages); after_refusal may go
+# either way; the rest expect a refusal. Kinds that continue a conversation, and the kind
+# the earlier turn they continue must have had.
+ANSWER_KINDS = frozenset({"answerable", "followup_elliptical"})
+EITHER_KINDS = frozenset({"after_refusal"})
+HISTORY_KINDS = {
+    "followup_elliptical": "answer",
+    "followup_unrelated": "answer",
+    "after_refusal": "refusal",
+}
+
+
 def parse_question(data: Any, where: str) -> EvalQuestion:
+    """Check one decoded line of a question set; raise EvalError naming `where` and the field.
+
+    The one parser of the format: `docpilot eval`, the benchmarks and the dev-set tools
+    (benchmarks/devsets/devsets.py, which adds its own policy on top) all read lines here."""
     if not isinstance(data, dict):
         raise EvalError(f"{where}: expected a JSON object")
     unknown = set(data) - _FIELDS
@@ -94,19 +132,11 @@ def parse_question(data: Any, where: str) -> EvalQuestion:
     pages = data.get("expect_pages", [])
     if not isinstance(pages, list) or not all(isinstance(p, str) for p in pages):
         raise EvalError(f"{where}: field 'expect_pages' must be a list of page URLs ('' = home)")
-    if kind == "answerable" and not pages:
-        raise EvalError(f"{where}: an 'answerable' question needs 'expect_pages'")
-    history = []
-    for i, item in enumerate(data.get("history", [])):
-        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
-            raise EvalError(f"{where}: field 'history[{i}].question' must be a string")
-        history.append(
-            HistoryItem(
-                question=item["question"],
-                kind=str(item.get("kind", "answer")),
-                markdown=str(item.get("markdown", "")),
-            )
-        )
+    if kind in ANSWER_KINDS and not pages:
+        raise EvalError(f"{where}: a {kind!r} question needs 'expect_pages'")
+    if kind not in ANSWER_KINDS | EITHER_KINDS and pages:
+        raise EvalError(f"{where}: kind {kind!r} expects a refusal, so expect_pages must be empty")
+    history = _history(data.get("history", []), kind, where)
     for key in ("page", "context", "lang", "source"):
         if key in data and not isinstance(data[key], str):
             raise EvalError(f"{where}: field {key!r} must be a string")
@@ -114,11 +144,40 @@ def parse_question(data: Any, where: str) -> EvalQuestion:
         question=question,
         kind=kind,
         expect_pages=tuple(_page(p) for p in pages),
-        history=tuple(history),
+        history=history,
         page=data.get("page"),
         context=data.get("context", ""),
         lang=data.get("lang", "en"),
+        source=data.get("source", ""),
     )
+
+
+def _history(raw: Any, kind: str, where: str) -> tuple[HistoryItem, ...]:
+    if not isinstance(raw, list):
+        raise EvalError(f"{where}: field 'history' must be a list")
+    history = []
+    for i, item in enumerate(raw):
+        at = f"{where}: field 'history[{i}]"
+        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+            raise EvalError(f"{at}.question' must be a string")
+        turn_kind = item.get("kind", "answer")
+        if turn_kind not in ("answer", "refusal"):
+            raise EvalError(f"{at}.kind' is {turn_kind!r}, expected 'answer' or 'refusal'")
+        markdown = item.get("markdown", "")
+        if not isinstance(markdown, str):
+            raise EvalError(f"{at}.markdown' must be a string")
+        history.append(HistoryItem(question=item["question"], kind=turn_kind, markdown=markdown))
+    if kind in HISTORY_KINDS:
+        if not history:
+            raise EvalError(f"{where}: kind {kind!r} needs a history with the earlier turn")
+        if history[-1].kind != HISTORY_KINDS[kind]:
+            raise EvalError(
+                f"{where}: kind {kind!r} needs its last history turn to be "
+                f"{HISTORY_KINDS[kind]!r}"
+            )
+    elif history:
+        raise EvalError(f"{where}: kind {kind!r} is a first turn, so history must be empty")
+    return tuple(history)
 
 
 def load_questions(path: str | Path) -> list[EvalQuestion]:
@@ -153,6 +212,8 @@ class Outcome:
     retriever: str | None
     rank: int | None  # 1-based rank of the first expected page among the ranked pages
     pages: tuple[str, ...]  # the first five distinct ranked pages
+    expected: tuple[str, ...] = ()  # the question's expect_pages
+    earlier: str | None = None  # the last earlier turn's question, for a follow-up
 
 
 @dataclass(frozen=True)
@@ -165,17 +226,57 @@ class KindFigures:
 
 
 @dataclass(frozen=True)
+class Band:
+    """Questions whose retrieval confidence fell in low..high (inclusive): is it honest?"""
+
+    low: int
+    high: int
+    count: int
+    should_answer: float | None  # share the docs answer (what confidence should predict)
+    answered: float | None  # share the gate answered
+    recall_at_5: float | None  # over the band's questions with expect_pages
+
+
+@dataclass(frozen=True)
+class Miss:
+    """One question the site got wrong, with why; `severity` orders the worst first."""
+
+    question: str
+    kind: str
+    why: str
+    confidence: int | None
+    expected: tuple[str, ...]
+    pages: tuple[str, ...]
+    severity: float
+    earlier: str | None = None
+
+
+@dataclass(frozen=True)
 class Report:
     questions: int
     kinds: dict[str, KindFigures]
     answer_rate: float | None  # over questions that should be answered
-    refusal_rate: float | None  # over questions that should be refused
+    refusal_rate: float | None  # over questions that should be refused (refusal recall)
     balanced_accuracy: float | None
     outcomes: list[Outcome] = field(default_factory=list)
+    refusal_precision: float | None = None  # of the refusals, the share that were right
+    near_miss_refusal: float | None = None  # refusal rate over near_miss questions
+    recall_at_1: float | None = None  # over every question with expect_pages
+    recall_at_5: float | None = None
+    mrr: float | None = None
+    bands: tuple[Band, ...] = ()
+    misses: tuple[Miss, ...] = ()  # worst first
+    mode: str = "bundle"
+    retriever: str | None = None  # what the turns reported: hybrid or lexical
+
+    @property
+    def refusal_recall(self) -> float | None:
+        return self.refusal_rate
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["outcomes"] = [asdict(o) for o in self.outcomes]
+        data["refusal_recall"] = self.refusal_recall
         return data
 
 
@@ -203,6 +304,8 @@ def outcome(question: EvalQuestion, result: dict[str, Any]) -> Outcome:
         retriever=result.get("retriever"),
         rank=rank,
         pages=tuple(pages[:5]),
+        expected=question.expect_pages,
+        earlier=question.history[-1].question if question.history else None,
     )
 
 
@@ -211,19 +314,74 @@ def _share(flags: Iterable[bool]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def summarise(outcomes: Sequence[Outcome]) -> Report:
+BAND_EDGES = (0, 20, 40, 60, 80, 101)  # confidence bands [low, next): 0-19, … 80-100
+
+
+def _recalls(graded: Sequence[Outcome]) -> tuple[float | None, float | None, float | None]:
+    if not graded:
+        return None, None, None
+    return (
+        _share(o.rank == 1 for o in graded),
+        _share(o.rank is not None and o.rank <= 5 for o in graded),
+        sum(1 / o.rank for o in graded if o.rank) / len(graded),
+    )
+
+
+def confidence_bands(outcomes: Sequence[Outcome]) -> tuple[Band, ...]:
+    """Answer rate and recall@5 per confidence band (turns without a confidence left out)."""
+    bands = []
+    for low, high in pairwise(BAND_EDGES):
+        rows = [o for o in outcomes if o.confidence is not None and low <= o.confidence < high]
+        graded = [o for o in rows if o.should_answer]
+        bands.append(Band(
+            low=low,
+            high=min(high, 101) - 1,  # inclusive: 0-19, 20-39, … 80-100
+            count=len(rows),
+            should_answer=_share(o.should_answer for o in rows),
+            answered=_share(o.answered for o in rows),
+            recall_at_5=_recalls(graded)[1],
+        ))
+    return tuple(bands)
+
+
+def worst_misses(outcomes: Sequence[Outcome]) -> tuple[Miss, ...]:
+    """Every wrong outcome, the worst first: a confident answer to a question the docs do
+    not cover, then answerable questions whose page was not found (refused before found
+    but ranked low), each group by confidence, the most confident first."""
+    misses = []
+    for o in outcomes:
+        confidence = (o.confidence or 0) / 100
+        if not o.should_answer and o.answered:
+            why, severity = "answered, but the docs do not cover it", 3 + confidence
+        elif o.should_answer and o.rank is None:
+            why = "refused, and no expected page in the ranked list" if not o.answered else (
+                "answered from other pages: no expected page in the ranked list")
+            severity = 2.5 + confidence if o.answered else 2 + confidence
+        elif o.should_answer and not o.answered:
+            why, severity = f"refused, though the expected page ranked {o.rank}", 1.5 + confidence
+        elif o.should_answer and o.rank is not None and o.rank > 5:
+            why, severity = f"the expected page ranked {o.rank}", 1 + confidence
+        else:
+            continue
+        misses.append(
+            Miss(o.question, o.kind, why, o.confidence, o.expected, o.pages, severity, o.earlier)
+        )
+    return tuple(sorted(misses, key=lambda m: -m.severity))
+
+
+def summarise(outcomes: Sequence[Outcome], mode: str = "bundle") -> Report:
     kinds: dict[str, KindFigures] = {}
     for kind in KINDS:
         rows = [o for o in outcomes if o.kind == kind]
         if not rows:
             continue
-        graded = [o for o in rows if o.should_answer]
+        r1, r5, mrr = _recalls([o for o in rows if o.should_answer])
         kinds[kind] = KindFigures(
             count=len(rows),
             answered=_share(o.answered for o in rows) or 0.0,
-            recall_at_1=_share(o.rank == 1 for o in graded),
-            recall_at_5=_share(o.rank is not None and o.rank <= 5 for o in graded),
-            mrr=sum(1 / o.rank for o in graded if o.rank) / len(graded) if graded else None,
+            recall_at_1=r1,
+            recall_at_5=r5,
+            mrr=mrr,
         )
     answer_rate = _share(o.answered for o in outcomes if o.should_answer)
     refusal_rate = _share(not o.answered for o in outcomes if not o.should_answer)
@@ -232,6 +390,8 @@ def summarise(outcomes: Sequence[Outcome]) -> Report:
         if answer_rate is not None and refusal_rate is not None
         else None
     )
+    r1, r5, mrr = _recalls([o for o in outcomes if o.should_answer])
+    retrievers = {o.retriever for o in outcomes if o.retriever}
     return Report(
         questions=len(outcomes),
         kinds=kinds,
@@ -239,6 +399,15 @@ def summarise(outcomes: Sequence[Outcome]) -> Report:
         refusal_rate=refusal_rate,
         balanced_accuracy=balanced,
         outcomes=list(outcomes),
+        refusal_precision=_share(not o.should_answer for o in outcomes if not o.answered),
+        near_miss_refusal=_share(not o.answered for o in outcomes if o.kind == "near_miss"),
+        recall_at_1=r1,
+        recall_at_5=r5,
+        mrr=mrr,
+        bands=confidence_bands(outcomes),
+        misses=worst_misses(outcomes),
+        mode=mode,
+        retriever=retrievers.pop() if len(retrievers) == 1 else None,
     )
 
 
@@ -270,18 +439,59 @@ def evaluation_runtime(
 
 
 async def evaluate_async(
-    runtime: Any, questions: Sequence[EvalQuestion], with_context: bool = False
+    runtime: Any, questions: Sequence[EvalQuestion], with_context: bool = False,
+    mode: str = "bundle",
 ) -> Report:
     """Ask every question as one turn of ``runtime`` (a `turn.Runtime`) and summarise."""
     outcomes = []
     for question in questions:
         result = await runtime.ask(question.request(with_context))
         outcomes.append(outcome(question, result.to_dict()))
-    return summarise(outcomes)
+    return summarise(outcomes, mode)
 
 
-def evaluate(runtime: Any, questions: Sequence[EvalQuestion], with_context: bool = False) -> Report:
-    return asyncio.run(evaluate_async(runtime, questions, with_context))
+def evaluate(
+    runtime: Any, questions: Sequence[EvalQuestion], with_context: bool = False,
+    mode: str = "bundle",
+) -> Report:
+    return asyncio.run(evaluate_async(runtime, questions, with_context, mode))
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """One question set evaluated in one or more modes of the same built site."""
+
+    questions_file: str
+    site_dir: str
+    with_context: bool
+    reports: dict[str, Report]  # by mode: "bundle", "lexical"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "questions_file": self.questions_file,
+            "site_dir": self.site_dir,
+            "with_context": self.with_context,
+            "modes": {mode: report.to_dict() for mode, report in self.reports.items()},
+        }
+
+
+def evaluate_modes(
+    site_dir: str | Path,
+    questions_file: str | Path,
+    modes: Sequence[EvalMode] = ("bundle", "lexical"),
+    *,
+    with_context: bool = False,
+    settings: Any = None,
+) -> EvalRun:
+    """Evaluate one question set in each of ``modes``: the bundle loaded once, the lexical
+    mode being the same runtime without its dense channel."""
+    asked = load_questions(questions_file)
+    runtime = evaluation_runtime(site_dir, "bundle", settings)
+    reports: dict[str, Report] = {}
+    for mode in modes:
+        chosen = lexical_runtime(runtime) if mode == "lexical" else runtime
+        reports[mode] = evaluate(chosen, asked, with_context, mode)
+    return EvalRun(str(questions_file), str(site_dir), with_context, reports)
 
 
 def format_report(report: Report) -> str:
@@ -304,5 +514,24 @@ def format_report(report: Report) -> str:
         f"questions {report.questions}; answer rate (should answer) {pct(report.answer_rate)}; "
         f"refusal rate (should refuse) {pct(report.refusal_rate)}; "
         f"gate balanced accuracy {pct(report.balanced_accuracy)}",
+        f"refusal precision {pct(report.refusal_precision)}, recall "
+        f"{pct(report.refusal_recall)}; near-miss refusal {pct(report.near_miss_refusal)}",
+        "",
+        "| confidence | n | should answer | answered | R@5 |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {b.low}-{b.high} | {b.count} | {pct(b.should_answer)} | {pct(b.answered)} | "
+        f"{pct(b.recall_at_5)} |"
+        for b in report.bands
     ]
     return "\n".join(lines)
+
+
+def format_run(run: EvalRun) -> str:
+    """Every mode's table, one after the other, each under its mode's name."""
+    parts = []
+    for mode, report in run.reports.items():
+        name = f"{mode} ({report.retriever})" if report.retriever else mode
+        parts.append(f"## {name}\n\n{format_report(report)}")
+    return "\n\n".join(parts)

@@ -15,18 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..tokenize import query_terms, tokenize
+from ..tokenize import search_terms, tokenize
 
-# Words that carry no subject in a question; everything else is a content term.
-_FUNCTION_WORDS = (
-    """a an the and or but if then so of to in on at by for from with without about into
-    is are was were be been being am do does did doing done have has had can could will
-    would shall should may might must i me my we our you your it its this that these those
-    there here what which who whom whose when where why how not no yes please any some
-    all more most much many get use using want need make way thing one"""
-)
-# As the tokenizer spells them (stemmed), so "does" and "using" match their tokens.
-FUNCTION_WORDS = frozenset(tokenize(_FUNCTION_WORDS))
 _WORDS = re.compile(r"[^\W_]+(?:[-_./:][^\W_]+)*")
 SIMILAR_AT = 0.34  # Jaccard overlap of content terms at which two questions group
 DAY_MS = 86_400_000
@@ -105,7 +95,7 @@ class ReportData:
 
 def content_terms(question: str) -> frozenset[str]:
     """The subject-carrying tokens of a question (the shared tokenizer, less function words)."""
-    return frozenset(t for t in query_terms(question) if t not in FUNCTION_WORDS)
+    return frozenset(search_terms(question))
 
 
 def why_unanswered(turn: dict[str, Any]) -> str | None:

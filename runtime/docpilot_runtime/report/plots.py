@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from ..evaluation import Band
 from .data import Day
 
 WIDTH, HEIGHT = 640, 220
@@ -172,3 +173,42 @@ def confidence_plot(points: tuple[tuple[int, int], ...]) -> Plot:
 def _when(ms: int, span_ms: int) -> str:
     moment = datetime.fromtimestamp(ms / 1000, UTC)
     return moment.strftime("%H:%M:%S" if span_ms < 86_400_000 else "%m-%d %H:%M")
+
+
+def calibration_plot(bands: tuple[Band, ...], mode: str) -> Plot:
+    """Per retrieval-confidence band: the answer rate and recall@5 as bars, the share of
+    questions the docs answer as dots, and the diagonal an honest confidence would follow."""
+    x0, y0, w, h = _plot_box()
+    slot = w / max(len(bands), 1)
+    bar = slot * 0.3
+    rects = []
+    dots = []
+    for i, band in enumerate(bands):
+        left = x0 + slot * i
+        span = f"confidence {band.low}-{band.high}, {band.count} questions"
+        for offset, value, css, what in (
+            (0.15, band.answered, "answered", "answered"),
+            (0.55, band.recall_at_5, "recall", "recall@5"),
+        ):
+            if value is None:
+                continue
+            height = max(h * value, 1.0)
+            rects.append(Rect(left + slot * offset, y0 + h - height, bar, height, css,
+                              f"{span}: {what} {value * 100:.0f} %"))
+        if band.should_answer is not None:
+            dots.append((round(left + slot * 0.5, 2), round(y0 + h - h * band.should_answer, 2),
+                         f"{span}: {band.should_answer * 100:.0f} % answerable"))
+    x_ticks = tuple(
+        Tick(x0 + slot * (i + 0.5), y0 + h + 16, f"{b.low}-{b.high} (n={b.count})")
+        for i, b in enumerate(bands)
+    )
+    return Plot(
+        title=f"Confidence calibration, {mode} mode",
+        rects=tuple(rects),
+        path=f"M {x0} {y0 + h} L {x0 + w} {y0}",
+        dots=tuple(dots),
+        x_ticks=x_ticks,
+        y_ticks=_y_ticks(100, "{:.0f} %"),
+        legend=(("answered", "answered"), ("recall", "recall@5"),
+                ("confidence", "share the docs answer"), ("diagonal", "confidence = share")),
+    )
