@@ -187,7 +187,7 @@ def _webhooks(raw: Mapping[str, Any], file: Path) -> WebhookSettings:
 def _second_opinion(raw: Mapping[str, Any], file: Path) -> SecondOpinionSettings:
     checked = SecondOpinionSettings(**_table(raw, "second_opinion", file))
     count = len(raw.get("providers", []) or [])
-    if checked.enabled and checked.provider >= max(count, 1):
+    if checked.enabled and checked.provider >= count:
         raise OptionsError(
             f"{file} [second_opinion]: provider = {checked.provider} but "
             f"{count} [[providers]] entr{'y is' if count == 1 else 'ies are'} configured"
