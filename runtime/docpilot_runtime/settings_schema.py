@@ -199,6 +199,7 @@ WIDGET = Table(
         Key("suggested_questions", "strings", (), "buttons in an empty panel"),
         Key("support_url", "str", "", "handoff link shown on refusals", prefixes=(*HTTP, "mailto:", "/")),
         Key("history", "bool", False, "keep past conversations in `localStorage`"),
+        Key("require_consent", "bool", False, "show readers a short notice with Accept, and send `\"consent\": true` only once they accept; pair it with the runtime's `[records] require_consent` (static mode records nothing and shows no notice)"),
         Key("language", "str", "", "language of the widget's own strings", default_doc="`theme.language` (plugin) or the first page's `lang`, else `en`"),
         Key("strings", "str-table", {}, "replace individual interface strings"),
         Key("pyodide_url", "str", "", "load Pyodide from another address instead of copying it into `site/`", prefixes=(*HTTP, "/")),
