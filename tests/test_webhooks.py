@@ -5,7 +5,12 @@ receiver on loopback, retried with backoff when it is down or too slow, bounded 
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import re
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +26,9 @@ from docpilot_runtime.records import (
     TurnRecord,
     open_store,
 )
+from docpilot_runtime.records.export import open_records
 from docpilot_runtime.records.outbox import outbox_rows
+from docpilot_runtime.records.spool import Spool
 from docpilot_runtime.records.webhooks import (
     WebhookSettings,
     event_key,
@@ -235,3 +242,74 @@ def test_a_receiver_slow_once_gets_the_event_again_and_processes_it_once(
         [row] = settled_rows(settings, lambda row: bool(row["delivered_ms"]))
     assert row["attempts"] >= 2 and row["failed_ms"] is None
     assert list(receiver.process_count.values()) == [1]
+
+
+# ---------------------------------------------------------------- the documented receiver
+
+GUIDE = Path(__file__).resolve().parents[1] / "example-site/docs/guides/records-and-reports.md"
+
+
+def documented_receiver(port: int) -> str:
+    """The receiver example of the records guide, bound to ``port`` on loopback."""
+    text = GUIDE.read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", text[text.index("## Webhooks"):], re.S)
+    assert block is not None, f"{GUIDE}: the webhooks section lost its receiver example"
+    code = block.group(1)
+    assert '("0.0.0.0", 8080)' in code
+    return code.replace('("0.0.0.0", 8080)', f'("127.0.0.1", {port})')
+
+
+def test_the_documented_receiver_checks_signatures_and_skips_repeats(
+    example_site: Path, tmp_path: Path, secret: bytes
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "DOCPILOT_WEBHOOK_SECRET": secret.decode()}
+    process = subprocess.Popen([sys.executable, "-u", "-c", documented_receiver(port)],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        def listening() -> bool:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return True
+            except OSError:
+                return False
+
+        wait_until(listening, 30)
+        settings = hooked(tmp_path, url)
+        with serve_app(create_app(example_site, settings)) as live, httpx.Client(
+            base_url=live.base_url, timeout=60
+        ) as client:
+            client.post("/api/ask", json={"question": REFUSED[0]})
+            rows = settled_rows(settings, lambda row: bool(row["delivered_ms"]))
+        body = b'{"id":"k1","type":"chat.feedback","data":{"turn_id":"t"}}'
+        stamp = int(time.time())
+        headers = {"DocPilot-Timestamp": str(stamp), "DocPilot-Idempotency-Key": "k1",
+                   "DocPilot-Signature": sign(secret, stamp, body)}
+        replies = [httpx.post(url, content=body, headers=headers).status_code for _ in "12"]
+        forged = {**headers, "DocPilot-Signature": sign(b"guessed", stamp, body)}
+        refused = httpx.post(url, content=body, headers=forged).status_code
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+    assert len(rows) == 2 and replies == [204, 204] and refused == 401
+    lines = output.decode().splitlines()
+    # The runtime's two events (posted concurrently), then the hand-signed one just once.
+    assert sorted(lines[:2]) == [f"chat.no_answer {REFUSED[0]}", f"chat.question_asked {REFUSED[0]}"]
+    assert lines[2:] == ["chat.feedback None"]
+
+
+def test_draining_the_spool_from_the_cli_queues_the_events_it_holds(tmp_path: Path) -> None:
+    settings = hooked(tmp_path, "http://127.0.0.1:9/")
+    record = TurnRecord("t-left", int(time.time() * 1000), "refusal", "b1", question="q?")
+    Spool(settings.records.spool_folder()).append({"turn": record.to_dict()})
+    store = open_records(settings.records, webhooks=settings.webhooks)  # as `docpilot report`
+    try:
+        rows = outbox_rows(store)
+        assert store.has_turn("t-left")
+    finally:
+        store.close()
+    assert sorted(row["event_type"] for row in rows) == ["chat.no_answer", "chat.question_asked"]
+    assert all(row["attempts"] == 0 and row["delivered_ms"] is None for row in rows)
