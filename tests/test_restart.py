@@ -11,9 +11,8 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from docpilot_runtime.records.outbox import outbox_rows
 from docpilot_runtime.records.spool import Spool
 from records_backends import BACKENDS, database_url
 from records_session import CREDENTIAL, REFUSED
-from servers.webhook_receiver import WebhookReceiver
+from servers.webhook_receiver import WebhookReceiver, wait_until
 
 SECRET_ENV = "DOCPILOT_TEST_WEBHOOK_SECRET"
 SECRET = b"restart-secret"
@@ -40,12 +39,6 @@ def free_port() -> int:
         return port
 
 
-def wait_until(condition: Callable[[], bool], seconds: float = 90.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {seconds} s")
-        time.sleep(0.05)
 
 
 @contextmanager

@@ -39,20 +39,13 @@ from docpilot_runtime.records.webhooks import (
 from docpilot_runtime.settings import Settings, SettingsError, load_settings
 from records_session import CREDENTIAL, REFUSED
 from servers.runtime import NO_CAPS, serve_app
-from servers.webhook_receiver import WebhookReceiver, verify
+from servers.webhook_receiver import WebhookReceiver, verify, wait_until
 
 SECRET_ENV = "DOCPILOT_TEST_WEBHOOK_SECRET"
 SECRET = b"s3cret-shared-with-the-receiver"
 COVERED = "How do I exclude a page from the assistant?"
 
 
-def wait_until(condition: Callable[[], bool], seconds: float = 60.0) -> None:
-    """Poll ``condition`` until it holds, with a deadline (never a fixed sleep)."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {seconds} s")
-        time.sleep(0.02)
 
 
 @pytest.fixture

@@ -24,6 +24,16 @@ MAX_SKEW_SECONDS = 300
 STALL_LIMIT_SECONDS = 30.0  # a stalled reply is released by then at the latest
 
 
+def wait_until(condition: Any, seconds: float = 60.0) -> None:
+    """Poll ``condition()`` until it holds, with a deadline (never a fixed sleep): for
+    state the receiver does not see, such as the outbox rows in the database."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {seconds} s")
+        time.sleep(0.02)
+
+
 def verify(secret: bytes, headers: dict[str, str], body: bytes) -> bool:
     """The receiver's check: v1 HMAC-SHA256 of "<timestamp>.<body>", recent timestamp."""
     timestamp = headers.get("docpilot-timestamp", "")
