@@ -306,3 +306,24 @@ def test_draining_the_spool_from_the_cli_queues_the_events_it_holds(tmp_path: Pa
         store.close()
     assert sorted(row["event_type"] for row in rows) == ["chat.no_answer", "chat.question_asked"]
     assert all(row["attempts"] == 0 and row["delivered_ms"] is None for row in rows)
+
+
+def test_a_spool_file_replayed_after_its_write_queues_no_second_event(tmp_path: Path) -> None:
+    """A crash after the database commit but before the spool file is deleted: the next
+    start replays the same entries, and the same keys make the replay add nothing."""
+    settings = hooked(tmp_path, "http://127.0.0.1:9/")
+    spool = Spool(settings.records.spool_folder())
+    now = int(time.time() * 1000)
+    spool.append({"turn": TurnRecord("t-twice", now, "refusal", "b1", question="q?").to_dict()})
+    spool.append({"feedback": {"turn_id": "t-twice", "created_ms": now, "rating": "down"}})
+    taken = spool.take()
+    assert taken is not None
+    kept = taken.read_bytes()
+    recorder = Recorder(settings.records, webhooks=settings.webhooks)
+    assert recorder.drain() == 2
+    first = outbox_rows(recorder.store())
+    (spool.folder / f"0-replayed{taken.suffix}").write_bytes(kept)  # the unlink was lost
+    assert recorder.drain() == 2
+    again = outbox_rows(recorder.store())
+    recorder.store().close()
+    assert len(first) == 3 and again == first
