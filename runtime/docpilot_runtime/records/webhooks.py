@@ -56,6 +56,7 @@ SIGNATURE_VERSION = "v1"
 BATCH = 16  # deliveries claimed (and posted concurrently) per pass
 IDLE_POLL_SECONDS = 5.0  # another process may have queued events: look again this often
 STORE_RETRY_SECONDS = 2.0
+LEASE_MARGIN_SECONDS = 10.0  # beyond the delivery timeout, for the database writes
 # Fields of a turn an event carries (when the question may be shared at all).
 TURN_FIELDS = (
     "turn_id", "created_ms", "kind", "question", "confidence", "model_confidence",
@@ -187,8 +188,9 @@ class WebhookSender:
         self._own_client = client is None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        # A claim outlives one delivery, so a live sender never loses its row to another.
-        self._lease_ms = int((settings.timeout + 30.0) * 1000)
+        # A claim outlives one delivery (bounded as a whole by `timeout`), so a live sender
+        # never loses its row to another, and a killed sender's rows are due again soon.
+        self._lease_ms = int((settings.timeout + LEASE_MARGIN_SECONDS) * 1000)
         self.delivered = 0
         self.failed_attempts = 0
 
@@ -236,15 +238,19 @@ class WebhookSender:
         headers = signed_headers(self._secret, item, time.time())
         error, retry_after = "", 0.0
         try:
-            response = await self._client.post(item.target, content=item.body, headers=headers)
-            await response.aclose()
+            # The whole attempt, not each read: a receiver trickling bytes times out too.
+            async with asyncio.timeout(self.settings.timeout):
+                response = await self._client.post(
+                    item.target, content=item.body, headers=headers
+                )
+                await response.aclose()
             if 200 <= response.status_code < 300:
                 await asyncio.to_thread(mark_delivered, store, item, int(time.time() * 1000))
                 self.delivered += 1
                 return
             error = f"HTTP {response.status_code}"
             retry_after = _retry_after(response.headers.get("retry-after", ""))
-        except httpx.TimeoutException:
+        except (httpx.TimeoutException, TimeoutError):
             error = f"no answer within {self.settings.timeout:g} s"
         except httpx.HTTPError as exc:
             error = type(exc).__name__
