@@ -24,6 +24,7 @@ from docpilot_runtime.records import (
     turn_record,
 )
 from docpilot_runtime.records.export import export_jsonl
+from docpilot_runtime.records.schema import MIGRATIONS
 from docpilot_runtime.records.spool import read_entries
 from docpilot_runtime.settings import SettingsError, load_settings
 from docpilot_runtime.types import AskRequest, Citation, PageRef, Result
@@ -71,7 +72,7 @@ def test_migrations_apply_once_and_reopening_keeps_the_turns(
     store.write([turn("a", cited=("/p/#x",), latency_ms={"total": 12.5})], [])
     again = open_store(settings.sqlite_path(), backend_url)
     try:
-        assert again.migrate() == 1
+        assert again.migrate() == max(version for version, _ in MIGRATIONS)
         rows = again.turns()
     finally:
         again.close()

@@ -38,6 +38,7 @@ const DEFAULTS = {
   "suggested_questions": [],
   "support_url": "",
   "history": false,
+  "require_consent": false,
   "language": "",
   "strings": {},
   "pyodide_url": ""
@@ -48,6 +49,7 @@ const STATIC = CONFIG.endpoint === "browser";
 const API = CONFIG.endpoint && !STATIC ? CONFIG.endpoint.replace(/\/+$/, "").replace(/(\/api)?$/, "/api") : "/api";
 const CHAT_KEY = "docpilot:chat"; // sessionStorage: the open conversation
 const PAST_KEY = "docpilot:past"; // localStorage (history: true): finished conversations
+const CONSENT_KEY = "docpilot:consent"; // localStorage: the reader accepted records
 const HISTORY_SENT = 6;
 const MAX_PAST = 20;
 const BOOT_TIMEOUT_MS = 90000;
@@ -273,6 +275,35 @@ async function screen(body, sent) {
   return credential && { ...credential, inQuote: credential.field === "quote" };
 }
 
+// -------------------------------------------------------------- consent
+
+/** Whether the reader accepted records (only asked where the owner requires it). */
+function consented() {
+  try {
+    return CONFIG.require_consent && !STATIC && localStorage.getItem(CONSENT_KEY) === "1";
+  } catch {
+    return false;
+  }
+}
+
+/** Where the owner requires consent: a short notice with Accept under the question box.
+ * Until it is accepted, questions go without `consent` and the runtime stores nothing of them. */
+function consentNotice(form) {
+  if (!CONFIG.require_consent || STATIC || consented()) return;
+  const notice = form.appendChild(el("div", "dp-consent"));
+  notice.append(el("span", null, T.consent_notice));
+  const accept = notice.appendChild(el("button", "dp-accept", T.consent_accept));
+  accept.type = "button";
+  accept.addEventListener("click", () => {
+    try {
+      localStorage.setItem(CONSENT_KEY, "1");
+    } catch {
+      return; // storage refused: nothing can remember the choice, so do not claim it
+    }
+    notice.remove();
+  });
+}
+
 // -------------------------------------------------------------- asking
 
 /** Send one question to the runtime and read its Server-Sent Events; `view` draws
@@ -424,6 +455,7 @@ class Widget {
     this.tooLong = form.appendChild(el("p", "dp-error dp-long"));
     this.tooLong.id = "dp-long";
     this.tooLong.hidden = true;
+    consentNotice(form);
     const foot = form.appendChild(el("div", "dp-foot"));
     foot.append(el("span", null, T.privacy));
     this.count = foot.appendChild(el("span", "dp-count"));
@@ -931,6 +963,7 @@ class Widget {
       const sent = this.chat.turns.slice(0, index).filter((t) => t.result && !t.local).slice(-HISTORY_SENT);
       const body = { question, history: sent.map(historyItem), page: location.pathname };
       if (quote) body.quote = quote;
+      if (consented()) body.consent = true;
       let credential;
       try {
         await until(boot);

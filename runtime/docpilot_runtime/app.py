@@ -48,7 +48,9 @@ from . import precompressed
 from .caps import Caps, MemoryCaps, client_address
 from .disconnect import cancel_on_disconnect, cancel_once, unless_disconnected
 from .mcp_server import MCP_PATH, http_mount
+from .metrics import CONTENT_TYPE, CountedProvider, RuntimeMetrics, authorized
 from .records import FeedbackRecord, Recorder
+from .records.outbox import outbox_depth
 from .security_headers import SecurityHeaders
 from .settings import Settings
 from .turn import Event, EventSink, Runtime, load_runtime
@@ -79,6 +81,7 @@ STATIC_TYPES = {".wasm": "application/wasm", ".mjs": "text/javascript"}
 
 SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 CLIENT_CLOSED_REQUEST = 499  # the status nginx logs for a client that left mid-request
+SETTLE_SECONDS = 10.0  # at shutdown, how long second opinions may still finish
 GENERIC_FAILURE = "Something went wrong while answering; please try again."
 
 
@@ -245,6 +248,8 @@ async def answer_turn(
         result = await runtime.ask(request, emit)
     if over_budget and result.kind == "passages":
         result.fallback_reason = "spend_cap"
+        if runtime.metrics is not None:
+            runtime.metrics.cap_hit("spend")
     if caps is not None and result.usage:
         await caps.record_spend(int(result.usage.get("cost_micro_usd") or 0))
     log_turn(result, time.perf_counter() - started)
@@ -439,6 +444,8 @@ async def ask(request: Request) -> Response:
     caps = caps_of(request)
     admission = await caps.admit(runtime.site_for(ask_request.page).prefix, client_of(request))
     if not admission.allowed:
+        if runtime.metrics is not None:
+            runtime.metrics.cap_hit(admission.cap)
         return rate_limited(admission.retry_after, admission.cap)
     if wants_stream(request):
         return StreamingResponse(
@@ -483,6 +490,37 @@ async def feedback(request: Request) -> Response:
     # Rating and counts only: reasons are free strings and the note is the reader's text.
     log.info("feedback %s rating=%s reasons=%d", item.turn_id, item.rating, len(item.reasons))
     return Response(status_code=204)
+
+
+def queue_depths(runtime: Runtime) -> dict[str, int | None]:
+    """Entries waiting in the records spool and the webhook outbox (None: not known)."""
+    recorder = runtime.recorder
+    if recorder is None:
+        return {}
+    depths: dict[str, int | None] = {"spool": None, "outbox": None}
+    with contextlib.suppress(Exception):  # a scrape never fails on a busy or absent database
+        depths["spool"] = recorder.spool.depth()
+    if recorder.webhooks is not None:
+        with contextlib.suppress(Exception):
+            depths["outbox"] = outbox_depth(recorder.store())
+    return depths
+
+
+def metrics_endpoint(metrics: RuntimeMetrics, token: str) -> Any:
+    """`GET /metrics`: the Prometheus text format; 401 without the bearer token."""
+
+    async def endpoint(request: Request) -> Response:
+        if not authorized(request.headers.get("authorization", ""), token):
+            return JSONResponse(
+                {"error": {"status": 401, "field": "authorization",
+                           "message": "a bearer token is required"}},
+                401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        body = await asyncio.to_thread(metrics.exposition)
+        return Response(body, media_type=CONTENT_TYPE, headers={"Cache-Control": "no-store"})
+
+    return endpoint
 
 
 # ---------------------------------------------------------------------- the app
@@ -542,6 +580,16 @@ def build_app(
     # /api is its own mount so an unknown API path is a 404 and a wrong method a 405
     # there, instead of falling through to the static files.
     routes: list[Route | Mount] = [Mount("/api", routes=api)]
+    metrics = RuntimeMetrics()
+    runtime.metrics = metrics
+    runtime.providers = [
+        p if isinstance(p, CountedProvider) else CountedProvider(p, metrics)
+        for p in runtime.providers
+    ]
+    metrics.watch_queues(lambda: queue_depths(runtime))
+    if settings.metrics.enabled:  # a named but unset token variable fails here, at start
+        endpoint = metrics_endpoint(metrics, settings.metrics.token())
+        routes.append(Route("/metrics", endpoint, methods=["GET"]))
     mcp = http_mount(runtime)  # None (and said so at start-up) without the mcp extra
     if mcp is not None:
         routes.append(Route(MCP_PATH, endpoint=mcp.app, methods=["GET", "POST", "DELETE"]))
@@ -563,10 +611,11 @@ def build_app(
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         if settings.records.enabled and runtime.recorder is None:  # records: spool replayed
             base = Path(settings.source).parent if settings.source else None
-            runtime.recorder = Recorder(settings.records, base)
+            runtime.recorder = Recorder(settings.records, base, webhooks=settings.webhooks)
             await runtime.recorder.start()
         async with mcp.lifespan() if mcp is not None else contextlib.nullcontext():
             yield
+        await runtime.settle(SETTLE_SECONDS)  # second opinions still being asked
         if runtime.recorder is not None:
             await runtime.recorder.aclose()
             runtime.recorder = None

@@ -157,7 +157,7 @@ def _records(args: argparse.Namespace) -> Any:
 
     settings = _settings(args)
     base = Path(settings.source).parent if settings.source else None
-    return open_records(settings.records, base)
+    return open_records(settings.records, base, settings.webhooks)
 
 
 def cmd_records_export(args: argparse.Namespace) -> int:

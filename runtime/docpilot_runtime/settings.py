@@ -20,11 +20,14 @@ from .answer_settings import AnswerSettings
 from .caps import LimitSettings, parse_networks
 from .embedder_settings import QueryEmbedderSettings
 from .index.options import IndexOptions, index_options
+from .metrics import MetricsSettings
 from .providers.config import ProviderSettings, provider_settings
 from .records.config import RecordsSettings
+from .records.webhooks import WebhookSettings
 from .schema import OptionsError, unknown_key_message
+from .second_opinion import SecondOpinionSettings
 from .security_headers import PAGE_POLICY, HeaderSettings
-from .settings_schema import SOCIAL, SOCIAL_TEMPLATE, TABLES
+from .settings_schema import HTTP, SOCIAL, SOCIAL_TEMPLATE, TABLES
 from .types import Limits
 from .widget_options import WIDGET_KEYS, WidgetOptions, widget_options
 
@@ -49,6 +52,9 @@ class Settings:
     caps: LimitSettings = field(default_factory=LimitSettings)
     headers: HeaderSettings = field(default_factory=HeaderSettings)
     records: RecordsSettings = field(default_factory=RecordsSettings)
+    webhooks: WebhookSettings = field(default_factory=WebhookSettings)
+    second_opinion: SecondOpinionSettings = field(default_factory=SecondOpinionSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
 
 
 def _table(raw: Mapping[str, Any], name: str, file: Path) -> dict[str, Any]:
@@ -141,6 +147,9 @@ def parse_settings(raw: Mapping[str, Any], file: Path) -> Settings:
             caps=_limits(raw, file),
             headers=_headers(raw, file),
             records=_records(raw, file),
+            webhooks=_webhooks(raw, file),
+            second_opinion=_second_opinion(raw, file),
+            metrics=MetricsSettings(**_table(raw, "metrics", file)),
         )
     except ValueError as exc:  # OptionsError, or a trusted proxy that is no address
         raise SettingsError(str(exc)) from None
@@ -158,6 +167,32 @@ def _records(raw: Mapping[str, Any], file: Path) -> RecordsSettings:
     if "path" in checked and not checked["path"].strip():
         raise OptionsError(f"{file} [records]: path must be a non-empty string")
     return RecordsSettings(**checked)
+
+
+def _webhooks(raw: Mapping[str, Any], file: Path) -> WebhookSettings:
+    checked = _table(raw, "webhooks", file)
+    for number, url in enumerate(checked.get("urls", ()), start=1):
+        if not url.lower().startswith(HTTP) or any(c.isspace() for c in url):
+            raise OptionsError(
+                f"{file} [webhooks]: urls #{number} must be an http:// or https:// URL"
+            )
+    if checked.get("urls") and not checked.get("secret_env"):
+        raise OptionsError(
+            f"{file} [webhooks]: secret_env is required with urls (the name of the "
+            "environment variable holding the signing secret)"
+        )
+    return WebhookSettings(**checked)
+
+
+def _second_opinion(raw: Mapping[str, Any], file: Path) -> SecondOpinionSettings:
+    checked = SecondOpinionSettings(**_table(raw, "second_opinion", file))
+    count = len(raw.get("providers", []) or [])
+    if checked.enabled and checked.provider >= count:
+        raise OptionsError(
+            f"{file} [second_opinion]: provider = {checked.provider} but "
+            f"{count} [[providers]] entr{'y is' if count == 1 else 'ies are'} configured"
+        )
+    return checked
 
 
 def _headers(raw: Mapping[str, Any], file: Path) -> HeaderSettings:

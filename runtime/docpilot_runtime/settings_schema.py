@@ -97,7 +97,38 @@ RECORDS = Table(
         Key("enabled", "bool", True, "record every turn `docpilot serve` answers"),
         Key("path", "str", ".docpilot/records.sqlite3", "the SQLite file (the spool folder sits beside it); relative to the settings file's folder, or the working folder without one; ignored when `DOCPILOT_DATABASE_URL` names a PostgreSQL database", type_doc="path"),
         Key("retention_days", "int", 90, "days a turn record is kept; 0 keeps records forever", low=0, high=36_500),
-        Key("require_consent", "bool", False, "store a question's text only when the reader's request says `\"consent\": true`"),
+        Key("require_consent", "bool", False, "store nothing about a reader's question (its text, the pages it cited or came closest to) until the request says `\"consent\": true`; only the kind, cost and latency are counted before; pair it with the widget's `require_consent`"),
+    ),
+)
+
+WEBHOOKS = Table(
+    "[webhooks]",
+    (
+        Key("urls", "strings", (), "receivers to POST every event to (`chat.question_asked`, `chat.no_answer`, `chat.feedback`); empty sends none; needs `[records]` on (the outbox lives in the records database)", type_doc="list of URLs"),
+        Key("secret_env", "str", "", "name of the environment variable holding the shared signing secret; required when `urls` is set", pattern=ENV_NAME, type_doc="string"),
+        Key("timeout", "seconds", 10.0, "seconds a receiver has to answer one delivery; past it the attempt counts as failed and is retried", high=300),
+        Key("max_attempts", "int", 10, "deliveries tried per event and receiver before it is marked failed", low=1, high=100),
+        Key("backoff_seconds", "number", 2.0, "wait before the first retry; each later wait doubles, with random jitter (half to all of it)", low=0.01, high=3600),
+        Key("max_backoff_seconds", "number", 900.0, "longest wait between two attempts", low=0.01, high=86_400),
+        Key("verdict_wait", "seconds", 60.0, "seconds a `chat.question_asked` event waits for its answer's second opinion before it is sent without one", high=3600),
+    ),
+)
+
+SECOND_OPINION = Table(
+    "[second_opinion]",
+    (
+        Key("enabled", "bool", False, "after a confident answer, ask a model that sees only the answer and its cited passages whether they support it (`supported`, `partial`, `unsupported`); needs a provider"),
+        Key("min_confidence", "int", 50, "retrieval confidence from which an answer is checked", low=0, high=100),
+        Key("provider", "int", 0, "which `[[providers]]` entry gives it, counted from 0", low=0),
+        Key("max_tokens", "int", 200, "most output tokens for the verdict", low=1, high=10_000),
+    ),
+)
+
+METRICS = Table(
+    "[metrics]",
+    (
+        Key("enabled", "bool", False, "serve Prometheus metrics at `GET /metrics` (turns by kind, stage latencies, provider errors, cap hits, queue depths)"),
+        Key("token_env", "str", "", "name of the environment variable holding a bearer token `/metrics` requires; empty requires none (keep it off the public path then)", pattern=ENV_NAME, type_doc="string"),
     ),
 )
 
@@ -168,6 +199,7 @@ WIDGET = Table(
         Key("suggested_questions", "strings", (), "buttons in an empty panel"),
         Key("support_url", "str", "", "handoff link shown on refusals", prefixes=(*HTTP, "mailto:", "/")),
         Key("history", "bool", False, "keep past conversations in `localStorage`"),
+        Key("require_consent", "bool", False, "show readers a short notice with Accept, and send `\"consent\": true` only once they accept; pair it with the runtime's `[records] require_consent` (static mode records nothing and shows no notice)"),
         Key("language", "str", "", "language of the widget's own strings", default_doc="`theme.language` (plugin) or the first page's `lang`, else `en`"),
         Key("strings", "str-table", {}, "replace individual interface strings"),
         Key("pyodide_url", "str", "", "load Pyodide from another address instead of copying it into `site/`", prefixes=(*HTTP, "/")),
@@ -189,6 +221,9 @@ TABLES: dict[str, tuple[Table, bool]] = {
     "limits": (LIMITS, False),
     "headers": (HEADERS, False),
     "records": (RECORDS, False),
+    "webhooks": (WEBHOOKS, False),
+    "second_opinion": (SECOND_OPINION, False),
+    "metrics": (METRICS, False),
     "social": (SOCIAL, False),
     "index": (Table("[index]", INDEX.keys + WIDGET.keys), False),
 }

@@ -26,10 +26,13 @@ import httpx
 from .answer import Answer, ask_providers
 from .bundle import BUNDLE_DIR, BUNDLE_NAME
 from .memory import build_memory, render_memory
+from .metrics import RuntimeMetrics
 from .paths import page_path
 from .providers import Provider, ProviderError, make_provider
 from .records import Recorder, StageClock
+from .records.schema import VerdictRecord
 from .retrieval import Site, new_turn_id, opening_result, passages_result, refusal_result
+from .second_opinion import second_opinion
 from .settings import Settings
 from .site_loader import load_site
 from .types import AskRequest, Result
@@ -62,6 +65,9 @@ class Runtime:
     providers: list[Provider] = field(default_factory=list)
     http: httpx.AsyncClient | None = None  # for site tools; made when a site declares any
     recorder: Recorder | None = None  # set by the app while it serves; None records nothing
+    metrics: RuntimeMetrics | None = None  # set by the app; counts turns and stage latencies
+    # Second opinions still being asked (after their turns were answered).
+    _checks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         if self.http is None and any(site.bundle.tools for site in self.sites):
@@ -92,8 +98,17 @@ class Runtime:
             progress,
         )
 
+    async def settle(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for second opinions still being asked, then
+        cancel the rest (their turns stay without a verdict)."""
+        if self._checks:
+            _done, late = await asyncio.wait(set(self._checks), timeout=timeout)
+            for task in late:
+                task.cancel()
+
     async def aclose(self) -> None:
         """Close the providers' and site tools' HTTP clients."""
+        await self.settle(0)
         for provider in self.providers:
             await provider.aclose()
         if self.http is not None:
@@ -124,9 +139,43 @@ class Runtime:
         With a recorder, the turn is spooled (on disk) before this returns."""
         clock = StageClock()
         result = await self._turn(request, clock.wrap(emit or _ignore), models)
+        latency = clock.finish()
+        check = self._checked(result, request) if self.recorder is not None and models else None
         if self.recorder is not None:
-            await self.recorder.record(result, request, clock.finish())
+            await self.recorder.record(result, request, latency, awaits_verdict=bool(check))
+        if self.metrics is not None:
+            self.metrics.observe_turn(result.kind, latency)
+        if check:  # after the reader has the answer: a task, never awaited by the turn
+            task = asyncio.create_task(self._second_opinion(result, check))
+            self._checks.add(task)
+            task.add_done_callback(self._checks.discard)
         return result
+
+    def _checked(self, result: Result, request: AskRequest) -> list[tuple[str, str]]:
+        """The cited passages (title, text) when this answer gets a second opinion."""
+        options = self.settings.second_opinion
+        if not self.providers or not options.applies(result.kind, result.confidence):
+            return []
+        units = {unit.id: unit for unit in self.site_for(request.page).bundle.units}
+        cited = [units[c.id] for c in result.citations if c.id in units]
+        return [(" > ".join([*u.breadcrumb, u.title]) if u.breadcrumb else u.title, u.text)
+                for u in cited]
+
+    async def _second_opinion(self, result: Result, passages: list[tuple[str, str]]) -> None:
+        options = self.settings.second_opinion
+        provider = self.providers[min(options.provider, len(self.providers) - 1)]
+        try:
+            opinion = await second_opinion(
+                provider, result.markdown, passages, options.max_tokens
+            )
+        except Exception as exc:  # never let a check's failure reach the loop's log as text
+            log.warning("second opinion failed: %s", type(exc).__name__)
+            return
+        if opinion is not None and self.recorder is not None:
+            record = VerdictRecord(
+                result.turn_id, opinion.verdict, opinion.model, opinion.cost_micro_usd
+            )
+            await self.recorder.verdict(record)
 
     async def _turn(self, request: AskRequest, emit: EventSink, models: bool) -> Result:
         site = self.site_for(request.page)

@@ -28,6 +28,7 @@ class WidgetOptions:
     suggested_questions: tuple[str, ...] = _DEFAULTS["suggested_questions"]
     support_url: str = _DEFAULTS["support_url"]
     history: bool = _DEFAULTS["history"]
+    require_consent: bool = _DEFAULTS["require_consent"]
     language: str = _DEFAULTS["language"]  # "" = the theme's language, else English
     strings: Mapping[str, str] = field(default_factory=dict)
     pyodide_url: str = _DEFAULTS["pyodide_url"]

@@ -9,12 +9,17 @@ from typing import TextIO
 from .config import RecordsSettings
 from .recorder import DAY_MS, Recorder
 from .store import RecordStore
+from .webhooks import WebhookSettings
 
 
-def open_records(settings: RecordsSettings, base: Path | None = None) -> RecordStore:
+def open_records(
+    settings: RecordsSettings, base: Path | None = None, webhooks: WebhookSettings | None = None
+) -> RecordStore:
     """The records database, with whatever the spool still holds written into it first, so
-    the owner sees turns a stopped (or crashed) runtime had not yet written."""
-    recorder = Recorder(settings, base)
+    the owner sees turns a stopped (or crashed) runtime had not yet written. With
+    ``webhooks``, their events are queued in the outbox as the runtime would have (the
+    next `docpilot serve` delivers them), so draining here loses none."""
+    recorder = Recorder(settings, base, webhooks=webhooks)
     recorder.drain()
     return recorder.store()
 

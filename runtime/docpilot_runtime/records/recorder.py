@@ -18,9 +18,17 @@ from typing import Any
 
 from ..types import AskRequest, Result
 from .config import RecordsSettings
-from .schema import FeedbackRecord, TurnRecord
+from .outbox import OutboxEvent
+from .schema import FeedbackRecord, TurnRecord, VerdictRecord
 from .spool import Spool, read_entries
 from .store import RecordStore, open_store
+from .webhooks import (
+    WebhookSender,
+    WebhookSettings,
+    feedback_events,
+    stop_task,
+    turn_events,
+)
 
 log = logging.getLogger("docpilot.records")
 
@@ -65,7 +73,9 @@ def turn_record(
     result: Result, request: AskRequest, latency_ms: dict[str, float], settings: RecordsSettings
 ) -> TurnRecord:
     """What is kept of a turn. A credential turn keeps only its kind; without consent
-    (when the owner requires it) the question is not kept."""
+    (when the owner requires it) nothing about the question is kept: neither its text nor
+    the pages it cited or came closest to, only what the operator counts (kind, cost,
+    latency)."""
     question: str | None = request.question
     withheld: Any = None
     if result.kind == "credential":
@@ -83,6 +93,9 @@ def turn_record(
     else:  # the pages of the best-ranked sections (titles are not in the ranking)
         urls = dict.fromkeys(unit.split("#", 1)[0] for unit in result.ranked[:10])
         closest = [{"url": url, "title": ""} for url in list(urls)[:3]]
+    cited = tuple(c.id for c in result.citations)
+    if withheld == "consent":
+        cited, cited_pages, closest = (), {}, []
     return TurnRecord(
         turn_id=result.turn_id,
         created_ms=int(time.time() * 1000),
@@ -96,7 +109,7 @@ def turn_record(
         tentative=result.tentative,
         retriever=result.retriever,
         rescued=result.rescued,
-        cited=tuple(c.id for c in result.citations),
+        cited=cited,
         cited_pages=tuple(cited_pages.values()),
         closest=tuple(closest),
         provider=usage.get("provider"),
@@ -111,15 +124,20 @@ def turn_record(
 
 
 class Recorder:
-    """Spool in front, database behind; `start` replays what a previous run left."""
+    """Spool in front, database behind; `start` replays what a previous run left. With
+    webhook receivers, every stored turn and feedback also queues its events in the
+    database's outbox, in the same transaction, and a sender delivers them."""
 
     def __init__(
         self,
         settings: RecordsSettings,
         base: Path | None = None,
         database_url: str | None = None,
+        webhooks: WebhookSettings | None = None,
     ) -> None:
         self.settings = settings
+        self.webhooks = webhooks if webhooks is not None and webhooks.urls else None
+        self.sender: WebhookSender | None = None
         self.spool = Spool(settings.spool_folder(base))
         self._sqlite_path = settings.sqlite_path(base)
         self._database_url = database_url
@@ -133,12 +151,20 @@ class Recorder:
     # ---------------------------------------------------------------- the hot path
 
     async def record(
-        self, result: Result, request: AskRequest, latency_ms: dict[str, float]
+        self,
+        result: Result,
+        request: AskRequest,
+        latency_ms: dict[str, float],
+        awaits_verdict: bool = False,
     ) -> None:
-        """Spool one finished turn; returns once it is on disk. Never raises."""
+        """Spool one finished turn; returns once it is on disk. Never raises.
+        ``awaits_verdict``: a second opinion follows, so its events wait for it."""
         try:
             record = turn_record(result, request, latency_ms, self.settings)
-            await asyncio.to_thread(self.spool.append, {"turn": record.to_dict()})
+            entry: dict[str, Any] = {"turn": record.to_dict()}
+            if awaits_verdict:
+                entry["awaits_verdict"] = True
+            await asyncio.to_thread(self.spool.append, entry)
             self._remember(record.turn_id)
             self._wake.set()
         except Exception as exc:
@@ -157,6 +183,14 @@ class Recorder:
             log.error("feedback for %s not recorded: %s", item.turn_id, type(exc).__name__)
             return False
 
+    async def verdict(self, item: VerdictRecord) -> None:
+        """Spool a second opinion for a turn recorded earlier. Never raises."""
+        try:
+            await asyncio.to_thread(self.spool.append, {"verdict": item.to_dict()})
+            self._wake.set()
+        except Exception as exc:
+            log.error("verdict for %s not recorded: %s", item.turn_id, type(exc).__name__)
+
     async def knows(self, turn_id: str) -> bool:
         if turn_id in self._recent:
             return True
@@ -173,17 +207,21 @@ class Recorder:
     # ---------------------------------------------------------------- behind it
 
     async def start(self) -> None:
-        """Replay what an earlier run left in the spool, then keep draining it."""
+        """Replay what an earlier run left in the spool, then keep draining it; with
+        receivers, deliver the outbox. A missing signing secret raises RecordsError."""
+        if self.webhooks is not None:
+            self.sender = WebhookSender(self.webhooks, self.webhooks.secret(), self.store)
+            self.sender.start()
         self._wake.set()  # the writer's first pass replays pending files
         self._task = asyncio.create_task(self._writer(), name="docpilot-records")
 
     async def aclose(self) -> None:
         """Stop the writer after one last drain (entries left stay spooled)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await stop_task(self._task)
+        self._task = None
+        if self.sender is not None:
+            await self.sender.aclose()  # undelivered events stay in the outbox
+            self.sender = None
         try:
             await asyncio.to_thread(self.drain)
         except Exception as exc:
@@ -198,7 +236,8 @@ class Recorder:
             await self._wake.wait()
             self._wake.clear()
             try:
-                await asyncio.to_thread(self.drain)
+                if await asyncio.to_thread(self.drain) and self.sender is not None:
+                    self.sender.wake()
                 failures = 0
             except Exception as exc:
                 delay = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
@@ -232,12 +271,28 @@ class Recorder:
             entries = read_entries(path)
             turns = [TurnRecord.from_dict(e["turn"]) for e in entries if "turn" in e]
             feedback = [FeedbackRecord.from_dict(e["feedback"]) for e in entries if "feedback" in e]
-            store.write(turns, feedback)
+            verdicts = [VerdictRecord.from_dict(e["verdict"]) for e in entries if "verdict" in e]
+            store.write(turns, feedback, self._events(entries), verdicts)
             self.spool.done(path)
             written += len(entries)
         self.written += written
         self._purge(store)
         return written
+
+    def _events(self, entries: list[dict[str, Any]]) -> list[OutboxEvent]:
+        """The webhook events of a spool file's turns and feedback, one per receiver."""
+        if self.webhooks is None:
+            return []
+        targets, wait_ms = self.webhooks.urls, int(self.webhooks.verdict_wait * 1000)
+        events: list[OutboxEvent] = []
+        for entry in entries:
+            if "turn" in entry:
+                record = TurnRecord.from_dict(entry["turn"])
+                held = record.created_ms + wait_ms if entry.get("awaits_verdict") else None
+                events += turn_events(record, targets, held)
+            elif "feedback" in entry:
+                events += feedback_events(FeedbackRecord.from_dict(entry["feedback"]), targets)
+        return events
 
     def _purge(self, store: RecordStore) -> None:
         days = self.settings.retention_days

@@ -46,6 +46,8 @@ class TurnRecord:
     cost_micro_usd: int = 0
     latency_ms: dict[str, float] = field(default_factory=dict)  # per stage, and "total"
     verdict: str | None = None  # the second opinion, when one is made later
+    verdict_model: str | None = None  # the provider:model that gave it
+    verdict_cost_micro_usd: int = 0  # what the second opinion cost
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -88,6 +90,28 @@ class FeedbackRecord:
         )
 
 
+@dataclass(frozen=True)
+class VerdictRecord:
+    """The second opinion on one turn, spooled when it arrives (after the answer)."""
+
+    turn_id: str
+    verdict: Literal["supported", "partial", "unsupported"]
+    model: str = ""
+    cost_micro_usd: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> VerdictRecord:
+        return cls(
+            turn_id=data["turn_id"],
+            verdict=data["verdict"],
+            model=data.get("model") or "",
+            cost_micro_usd=int(data.get("cost_micro_usd") or 0),
+        )
+
+
 # Column order of the `turns` table; JSON columns are encoded on the way in.
 TURN_COLUMNS = (
     "turn_id",
@@ -114,6 +138,8 @@ TURN_COLUMNS = (
     "cost_micro_usd",
     "latency_ms",
     "verdict",
+    "verdict_model",
+    "verdict_cost_micro_usd",
 )
 JSON_COLUMNS = frozenset({"cited", "cited_pages", "closest", "latency_ms"})
 BOOL_COLUMNS = frozenset({"tentative", "rescued"})
@@ -161,6 +187,33 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             )""",
         ),
     ),
+    (
+        2,
+        (
+            # The second opinion's provenance, beside the `verdict` column of version 1.
+            "ALTER TABLE turns ADD COLUMN verdict_model TEXT",
+            "ALTER TABLE turns ADD COLUMN verdict_cost_micro_usd BIGINT NOT NULL DEFAULT 0",
+            # The webhook outbox: one row per event and receiver URL, written in the same
+            # transaction as the turn (or feedback) it reports, deleted never (retention
+            # purges it with its turn). `event_id` is the idempotency key receivers see.
+            """CREATE TABLE webhook_outbox (
+                event_id TEXT NOT NULL,
+                target TEXT NOT NULL,
+                event_type TEXT NOT NULL,
+                turn_id TEXT NOT NULL,
+                created_ms BIGINT NOT NULL,
+                body TEXT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_ms BIGINT NOT NULL,
+                delivered_ms BIGINT,
+                failed_ms BIGINT,
+                last_error TEXT,
+                PRIMARY KEY (event_id, target)
+            )""",
+            "CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_ms)",
+            "CREATE INDEX webhook_outbox_turn ON webhook_outbox (turn_id)",
+        ),
+    ),
 )
 
 # The few statements whose spelling differs between the two databases.
@@ -188,6 +241,10 @@ UPSERT_FEEDBACK = (
     "ON CONFLICT (turn_id) DO UPDATE SET created_ms = excluded.created_ms, "
     "rating = excluded.rating, reasons = excluded.reasons, note = excluded.note "
     "WHERE excluded.created_ms >= feedback.created_ms"
+)
+SET_VERDICT = (
+    "UPDATE turns SET verdict = ?, verdict_model = ?, verdict_cost_micro_usd = ? "
+    "WHERE turn_id = ?"
 )
 SELECT_TURNS = (
     f"SELECT {', '.join('t.' + c for c in TURN_COLUMNS)}, "

@@ -13,10 +13,11 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
+from .outbox import OutboxEvent, apply_verdicts, insert_events
 from .schema import (
     DIALECT_SQL,
     INSERT_TURN,
@@ -27,6 +28,7 @@ from .schema import (
     Dialect,
     FeedbackRecord,
     TurnRecord,
+    VerdictRecord,
     feedback_row,
     stored_turn,
     turn_row,
@@ -50,6 +52,14 @@ class RecordStore:
 
     def _sql(self, statement: str) -> str:
         return statement.replace("?", "%s") if self.dialect == "postgres" else statement
+
+    def sql(self, statement: str) -> str:
+        """A statement written with ``?`` placeholders, in this database's spelling."""
+        return self._sql(statement)
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A cursor inside one transaction, for the modules with their own tables (outbox)."""
+        return self._transaction()
 
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
@@ -84,9 +94,16 @@ class RecordStore:
                 cursor.execute(self._sql(insert), (version, int(time.time() * 1000)))
         return max(version for version, _ in MIGRATIONS)
 
-    def write(self, turns: Sequence[TurnRecord], feedback: Sequence[FeedbackRecord]) -> None:
-        """Store turns (a turn id already there is left alone) and feedback (newest wins),
-        in one transaction: a replayed spool writes nothing twice."""
+    def write(
+        self,
+        turns: Sequence[TurnRecord],
+        feedback: Sequence[FeedbackRecord],
+        events: Sequence[OutboxEvent] = (),
+        verdicts: Sequence[VerdictRecord] = (),
+    ) -> None:
+        """Store turns (a turn id already there is left alone), feedback (newest wins), the
+        webhook events they raise and later verdicts, in one transaction: a replayed spool
+        writes nothing twice, and an event exists exactly when its record does."""
         with self._transaction() as cursor:
             if turns:
                 cursor.executemany(self._sql(INSERT_TURN), [turn_row(t) for t in turns])
@@ -94,6 +111,8 @@ class RecordStore:
                 cursor.executemany(
                     self._sql(UPSERT_FEEDBACK), [feedback_row(f) for f in feedback]
                 )
+            insert_events(self, cursor, events)
+            apply_verdicts(self, cursor, verdicts, int(time.time() * 1000))
 
     def has_turn(self, turn_id: str) -> bool:
         with self._transaction() as cursor:
@@ -115,18 +134,20 @@ class RecordStore:
                 cursor.execute(self._sql("DELETE FROM turns WHERE turn_id = ?"), row)
                 deleted += max(cursor.rowcount, 0)
                 cursor.execute(self._sql("DELETE FROM feedback WHERE turn_id = ?"), row)
+                cursor.execute(self._sql("DELETE FROM webhook_outbox WHERE turn_id = ?"), row)
             return deleted
 
     def purge_before(self, before_ms: int) -> int:
         """Delete every turn (and its feedback) older than ``before_ms``: retention."""
         with self._transaction() as cursor:
-            cursor.execute(
-                self._sql(
-                    "DELETE FROM feedback WHERE turn_id IN "
-                    "(SELECT turn_id FROM turns WHERE created_ms < ?)"
-                ),
-                (before_ms,),
-            )
+            for table in ("feedback", "webhook_outbox"):
+                cursor.execute(
+                    self._sql(
+                        f"DELETE FROM {table} WHERE turn_id IN "
+                        "(SELECT turn_id FROM turns WHERE created_ms < ?)"
+                    ),
+                    (before_ms,),
+                )
             cursor.execute(self._sql("DELETE FROM turns WHERE created_ms < ?"), (before_ms,))
             return max(int(cursor.rowcount), 0)
 

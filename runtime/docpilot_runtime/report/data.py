@@ -220,7 +220,8 @@ def build_report(
             )
         )
     verdict_turns = tuple(
-        {"turn_id": t["turn_id"], "question": t.get("question"), "verdict": t["verdict"]}
+        {"turn_id": t["turn_id"], "question": t.get("question"), "verdict": t["verdict"],
+         "model": t.get("verdict_model") or ""}
         for t in turns
         if t.get("verdict")
     )

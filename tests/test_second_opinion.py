@@ -1,0 +1,138 @@
+"""The second opinion: after a confident answer, a separate call to a scripted provider
+that sees only the answer and its cited passages (no system instructions, no history,
+not even the question), whose verdict is stored with the turn, carried by the turn's
+webhook and shown in the report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from docpilot_runtime.app import create_app
+from docpilot_runtime.providers import ProviderSettings
+from docpilot_runtime.records import RecordsSettings, open_store
+from docpilot_runtime.records.webhooks import WebhookSettings
+from docpilot_runtime.report import write_report
+from docpilot_runtime.second_opinion import (
+    SecondOpinionSettings,
+    check_prompt,
+    read_verdict,
+)
+from docpilot_runtime.settings import Settings, SettingsError, load_settings
+from docpilot_runtime.site_loader import load_site
+from docpilot_runtime.types import AskRequest
+from servers.anthropic_messages import Reply, answer_reply
+from servers.openai_chat import OpenAIChatServer
+from servers.runtime import NO_CAPS, serve_app
+from servers.webhook_receiver import WebhookReceiver
+
+COVERED = "How do I exclude a page from the assistant?"
+EARLIER = "Which embedder does the index use by default?"
+SECRET_ENV = "DOCPILOT_TEST_WEBHOOK_SECRET"
+
+
+def test_only_the_three_words_are_read_from_the_reply() -> None:
+    assert read_verdict("Supported.") == "supported"
+    assert read_verdict("verdict: unsupported") == "unsupported"
+    assert read_verdict("partial - one claim is not in [2]") == "partial"
+    assert read_verdict("I think the answer is fine") is None
+    assert read_verdict("well-supported") == "supported"
+
+
+def test_the_prompt_holds_the_passages_and_the_answer_as_data() -> None:
+    prompt = check_prompt("Use `exclude` [1].", [("Setup > Exclude", "Set exclude: ...")])
+    assert "[1] Setup > Exclude\nSet exclude: ..." in prompt
+    assert prompt.rstrip().endswith("Answer:\nUse `exclude` [1].")
+
+
+def test_enabling_it_without_a_provider_names_the_table(tmp_path: Path) -> None:
+    config = tmp_path / "docpilot.toml"
+    config.write_text("[second_opinion]\nenabled = true\n", encoding="utf-8")
+    with pytest.raises(SettingsError) as caught:
+        load_settings(config)
+    assert str(config) in str(caught.value) and "[second_opinion]" in str(caught.value)
+
+
+@pytest.fixture
+def unit_id(example_site: Path) -> str:
+    unit: str = load_site(example_site, "/").retrieve(AskRequest(COVERED)).shown_units()[0].id
+    return unit
+
+
+def run_turn(
+    site: Path, tmp_path: Path, unit_id: str, opinion: SecondOpinionSettings, verdict: str,
+    receiver: WebhookReceiver | None = None,
+) -> tuple[OpenAIChatServer, dict[str, Any], list[dict[str, Any]]]:
+    """One answered turn (with an earlier turn in its history) through a real runtime."""
+    steps = [answer_reply(markdown=f"Set `docpilot: exclude` [[{unit_id}]]."), Reply(text=verdict)]
+    with OpenAIChatServer(steps) as llm:
+        provider = ProviderSettings(
+            kind="openai", base_url=llm.base_url, model="scripted-model", retries=0
+        )
+        hooks = WebhookSettings(
+            urls=(receiver.url,), secret_env=SECRET_ENV, backoff_seconds=0.05
+        ) if receiver else WebhookSettings()
+        settings = Settings(
+            providers=(provider,), caps=NO_CAPS, second_opinion=opinion, webhooks=hooks,
+            records=RecordsSettings(path=str(tmp_path / "records.sqlite3")),
+        )
+        history = [{"question": EARLIER, "kind": "answer", "markdown": "WordLlama, offline."}]
+        with serve_app(create_app(site, settings)) as live, httpx.Client(
+            base_url=live.base_url, timeout=60
+        ) as client:
+            body = {"question": COVERED, "history": history}
+            result = client.post("/api/ask", json=body).json()
+            if receiver is not None:
+                receiver.wait_for(lambda r: len(r.processed) == 1)
+        # The server has stopped: pending second opinions settled, the spool drained.
+        store = open_store(settings.records.sqlite_path())
+        try:
+            turns = store.turns()
+            write_report(store, tmp_path / "report")
+        finally:
+            store.close()
+    return llm, result, turns
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[WebhookReceiver]:
+    monkeypatch.setenv(SECRET_ENV, "opinion-secret")
+    with WebhookReceiver(b"opinion-secret") as running:
+        yield running
+
+
+def test_a_confident_answer_is_checked_by_a_call_that_sees_only_answer_and_passages(
+    example_site: Path, tmp_path: Path, unit_id: str, receiver: WebhookReceiver
+) -> None:
+    opinion = SecondOpinionSettings(enabled=True, min_confidence=0)
+    llm, result, turns = run_turn(example_site, tmp_path, unit_id, opinion, "partial", receiver)
+    assert result["kind"] == "answer"
+    assert len(llm.requests) == 2
+    reader, check = (request.body for request in llm.requests)
+    system = [m["content"] for m in reader["messages"] if m["role"] == "system"]
+    assert system and EARLIER in str(reader)  # the reader's call had both
+    assert [m["role"] for m in check["messages"]] == ["user"]  # no system, no history
+    text = check["messages"][0]["content"]
+    assert system[0] not in text and EARLIER not in text and COVERED not in text
+    assert "tools" not in check or not check["tools"]
+    unit = next(u for u in load_site(example_site, "/").bundle.units if u.id == unit_id)
+    assert unit.text[:200] in text and "Set `docpilot: exclude`" in text
+    [turn] = turns
+    assert turn["verdict"] == "partial" and turn["verdict_model"] == "openai:scripted-model"
+    [event] = receiver.processed.values()
+    assert event["type"] == "chat.question_asked" and event["data"]["verdict"] == "partial"
+    html = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
+    assert "Second opinions" in html and "partial" in html and COVERED in html
+
+
+def test_an_answer_below_the_threshold_gets_no_second_call(
+    example_site: Path, tmp_path: Path, unit_id: str
+) -> None:
+    opinion = SecondOpinionSettings(enabled=True, min_confidence=100)
+    llm, result, turns = run_turn(example_site, tmp_path, unit_id, opinion, "supported")
+    assert result["kind"] == "answer" and result["confidence"] < 100
+    assert len(llm.requests) == 1
+    assert turns[0]["verdict"] is None
