@@ -74,6 +74,7 @@ BROWSER_MODULES = (
     "credential_patterns",
     "credentials",
     "fences",
+    "framing",
     "gate",
     "lexical",
     "markdown_tree",

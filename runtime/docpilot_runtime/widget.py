@@ -81,6 +81,7 @@ def widget_config(
         "suggested_questions": list(options.suggested_questions),
         "support_url": options.support_url,
         "history": options.history,
+        "max_question_chars": options.max_question_chars,
         "language": language,
         "strings": widget_strings(language, options.strings, where),
         "pyodide_url": options.pyodide_url,
