@@ -5,7 +5,7 @@ Builds example-site, serves it with the runtime on a real uvicorn (in a thread o
 process) with one Anthropic-protocol provider: the scripted local server of the tests,
 which streams the `answer` call's JSON in 7-character pieces, one per `--pace` seconds
 (20 ms: ~350 characters a second, a brisk hosted model). Both scripted answers are the
-same text (a cited paragraph, a list, more paragraphs, a code block; ~1,500 characters);
+same text (a paragraph, a list, more paragraphs, a code block; ~1,050 characters);
 only where the citations sit differs. Each turn is read as the widget reads it (POST
 /api/ask over HTTP, Server-Sent Events); reported per model, median over `--runs` turns:
 
