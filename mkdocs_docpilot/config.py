@@ -42,6 +42,7 @@ class DocPilotConfig(Config):  # type: ignore[no-untyped-call]
     support_url = c.Type(str, default=_default("support_url"))
     history = c.Type(bool, default=_default("history"))
     require_consent = c.Type(bool, default=_default("require_consent"))
+    max_question_chars = c.Type(int, default=_default("max_question_chars"))
     language = c.Type(str, default=_default("language"))
     strings = c.DictOfItems(c.Type(str), default=_default("strings"))
     pyodide_url = c.Type(str, default=_default("pyodide_url"))

@@ -125,6 +125,37 @@ def test_answer_streams_as_delta_events_before_the_final_answer(
     assert names.index("delta") > names.index("progress")
 
 
+def _first_shown(events: list[Event]) -> list[Any]:
+    """The blocks of the first delta that showed anything (settled or draft)."""
+    for event in events:
+        if event.name == "delta" and (event.data["blocks"] or event.data["draft"]):
+            return list(event.data["blocks"] or event.data["draft"])
+    raise AssertionError("no delta showed text")
+
+
+@pytest.mark.parametrize("early", [True, False], ids=["cites-early", "cites-late"])
+def test_a_cited_first_paragraph_shows_before_the_rest_and_a_late_citation_holds_all(
+    site: Site, primed: list[str], server: Any, kind: str, early: bool
+) -> None:
+    cite = f"[[{primed[0]}]]"
+    text = (
+        f"Pages are excluded in the options{' ' + cite if early else ''}.\n\n"
+        "- by a glob\n- by front matter\n\nBoth keep the page published.\n\n"
+        f"Rebuild to apply it {cite}."
+    )
+    server.script(answer_reply(markdown=text))
+    result, events = run(site, [provider_settings(kind, server)], AskRequest(QUESTION))
+    assert result.kind == "answer"
+    shown = _first_shown(events)
+    if early:
+        # Released at the blank line after it: the list that follows cannot change it.
+        assert [b["t"] for b in shown] == ["p"]
+        assert text_of(shown) == "Pages are excluded in the options [1]."
+    else:
+        # Nothing uncited is shown: everything arrives with the one citation, at the end.
+        assert [b["t"] for b in shown] == ["p", "ul", "p", "p"]
+
+
 def test_invented_citation_is_stripped_and_markers_renumber(
     site: Site, primed: list[str], server: Any, kind: str
 ) -> None:

@@ -7,6 +7,7 @@ import re
 import pytest
 from docpilot_runtime.credentials import CredentialMatch, credential_reply
 from docpilot_runtime.fences import fenced_blocks, open_fence
+from docpilot_runtime.framing import ENGLISH
 from docpilot_runtime.markdown_tree import (
     ALLOWED,
     code_block,
@@ -125,9 +126,11 @@ def test_passages_tree_keeps_docs_text_as_text() -> None:
     markdown = to_markdown(blocks)
     assert "href" not in COMMONMARK.render(markdown)
     assert commonmark_text(markdown) == flat(blocks)
-    # Each excerpt is quoted: a blockquote holding its cited paragraph and its code.
-    assert [b["t"] for b in blocks] == ["blockquote", "blockquote"]
-    quoted = [q for b in blocks for q in b["c"]]
+    # The framing line, then each excerpt quoted: a blockquote holding its cited paragraph
+    # and its code.
+    assert blocks[0] == {"t": "p", "c": [ENGLISH.passages]}
+    assert [b["t"] for b in blocks[1:]] == ["blockquote", "blockquote"]
+    quoted = [q for b in blocks[1:] for q in b["c"]]
     assert quoted[1] == {"t": "pre", "c": ["pip install x"], "lang": "bash"}
     assert [
         n for b in quoted for n in b.get("c", []) if isinstance(n, dict) and n["t"] == "cite"

@@ -361,6 +361,10 @@ Scores 3 > 2 & 1 < 2! Done [[/guide/#setup~2, /reference/cli/#ask]].
     + "```\n\nClosing words [[tool:plan_limits:1]].",
     f"Uncited start, then a split [[/refer{''}ence/cli/#ask]] and [text [[/guide/#setup~2]]](/guide/#setup)"
     " and `` code ` with `` ticks, <not a tag, a > b, and a trailing [[open",
+    # Blocks a blank line closes, and the containers it leaves open (loose lists, code).
+    f"Intro {ASK}:\n- a\n- b\n\n- c, loose\n\n  still c\n\nPara after.\n\n    indented\n\n"
+    f"    more code\n\n> quote {SETUP}\n\n> another quote\n\n# Heading\n\n1. one\n\n2) two\n\n"
+    "Setext\n---\n\n* * *\n\nEnd.",
 ]
 
 
@@ -404,6 +408,24 @@ def test_a_long_paragraph_streams_as_validated_drafts() -> None:
     assert len(drafts) >= 3, "the open paragraph is shown while it is written"
     assert all(text_of(d).startswith("Start [1].") for d in drafts)
     assert pieces[-1].draft == [] and "".join(p.markdown for p in pieces) == check(text).markdown
+
+
+def test_a_cited_paragraph_shows_as_soon_as_its_blank_line_arrives() -> None:
+    validator = StreamValidator(EMITTED, PAGES)
+    assert validator.feed(f"Run it {ASK}.\n") is None  # a setext underline could follow
+    piece = validator.feed("\n")
+    assert piece is not None and text_of(piece.blocks) == "Run it [1]."
+
+
+def test_a_list_is_released_once_the_next_block_begins_outside_it() -> None:
+    validator = StreamValidator(EMITTED, PAGES)
+    first = validator.feed(f"Steps {ASK}:\n\n- one\n\n")
+    assert first is not None and [b["t"] for b in first.blocks] == ["p"]
+    # Another item after the blank line continues the list (and makes it loose).
+    assert validator.feed("- two\n\n  more of two\n\n") is None
+    piece = validator.feed("A")  # the first character of a paragraph: the list is done
+    assert piece is not None and [b["t"] for b in piece.blocks] == ["ul"]
+    assert len(piece.blocks[0]["c"]) == 2  # type: ignore[index]
 
 
 def test_nothing_is_released_before_the_first_valid_citation() -> None:

@@ -39,6 +39,7 @@ const DEFAULTS = {
   "support_url": "",
   "history": false,
   "require_consent": false,
+  "max_question_chars": 2000,
   "language": "",
   "strings": {},
   "pyodide_url": ""
@@ -53,10 +54,15 @@ const CONSENT_KEY = "docpilot:consent"; // localStorage: the reader accepted rec
 const HISTORY_SENT = 6;
 const MAX_PAST = 20;
 const BOOT_TIMEOUT_MS = 90000;
-// The runtime's [limits] max_question_chars (2,000 unless the owner set the widget's own).
-const MAX_CHARS = Number(CONFIG.max_question_chars) || 2000;
+// The owner's max_question_chars (as the runtime's [server] one); a runtime that refuses a
+// question as longer than its own limit sets it (see `ask`).
+let maxChars = Number(CONFIG.max_question_chars) || 2000;
 const LANG = document.documentElement.lang || undefined;
+// The language of the widget's strings (the owner's, else the page's), sent with each
+// question when it is a tag the runtime accepts (framing.LANG_TAG).
+const LANG_TAG = [CONFIG.language, LANG].find((t) => /^[a-z]{2,8}([-_][a-z0-9]{1,8}){0,4}$/i.test(t || ""));
 const FULL_SCREEN = matchMedia("(max-width: 600px)"); // as in docpilot.css
+const DOCKED = matchMedia("(min-width: 76.25em)"); // as in docpilot.css: the panel docks
 
 // ------------------------------------------------------------------ DOM helpers
 
@@ -157,6 +163,23 @@ const MAX_DEPTH = 12; // as markdown_tree.MAX_DEPTH; deeper elements are dropped
 const textOf = (nodes) =>
   (Array.isArray(nodes) ? nodes : []).map((n) => (typeof n === "string" ? n : n?.t === "cite" ? `[${n.n}]` : textOf(n?.c))).join("");
 
+/** A code block as the site draws its own (`div.highlight > pre > code`). With the
+ * runtime's `hl` pairs ([Pygments class, text], the classes pymdownx.highlight gives the
+ * site, so its stylesheet colours them) each token is a span; the pairs are used only
+ * when their text is exactly the block's, and a class only when it is a short name. */
+function codeBlock(node) {
+  const text = textOf(node.c);
+  const lang = /^[\w.+#-]{1,40}$/.test(node.lang || "") ? `language-${node.lang}` : null;
+  const code = el("code", lang);
+  const pairs = Array.isArray(node.hl) ? node.hl.filter(Array.isArray) : [];
+  if (pairs.length && pairs.map((p) => String(p[1])).join("") === text) {
+    for (const [css, part] of pairs) code.append(/^[a-z][a-z0-9]{0,3}$/.test(css) ? el("span", css, String(part)) : String(part));
+  } else code.textContent = text;
+  const box = el("div", "highlight");
+  box.appendChild(el("pre")).append(code);
+  return box;
+}
+
 /** A DocumentFragment of `nodes`, built with createElement and text nodes only, iteratively
  * (no tree can exhaust the stack). `ctx.cite(n)` draws citation n, or null for its "[n]" text. */
 function tree(nodes, ctx) {
@@ -182,10 +205,7 @@ function tree(nodes, ctx) {
     }
     let child = null; // an element outside the set, or an unsafe link: its text only
     if (t === "pre" && depth < MAX_DEPTH) {
-      const lang = /^[\w.+#-]{1,40}$/.test(node.lang || "") ? `language-${node.lang}` : null;
-      child = el("pre");
-      child.append(el("code", lang, textOf(node.c)));
-      parent.append(child);
+      parent.append(codeBlock(node));
       continue;
     }
     if (t === "a") {
@@ -319,8 +339,10 @@ async function askServer(body, view, signal) {
     throw Object.assign(new Error("network"), { unreachable: true });
   });
   if (!response.ok) {
-    const error = await response.json().catch(() => null);
-    throw new Error(error?.error?.message || `HTTP ${response.status}`);
+    const error = (await response.json().catch(() => null))?.error;
+    // Over the runtime's own limit: the widget takes that limit from here on.
+    const limit = error?.field === "question" && Number(error.limit);
+    throw Object.assign(new Error(error?.message || `HTTP ${response.status}`), limit ? { limit } : {});
   }
   if (!(response.headers.get("content-type") || "").includes("event-stream")) return response.json();
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -497,6 +519,7 @@ class Widget {
     document.body.append(root);
     this.draw();
     for (const event of ["scroll", "resize"]) addEventListener(event, () => this.lift(), { passive: true });
+    DOCKED.addEventListener("change", () => this.dock());
     this.lift();
   }
 
@@ -531,12 +554,16 @@ class Widget {
   /** The counter under the box: length against the limit, flagged past it. */
   counted() {
     const n = this.input.value.length;
-    const over = n > MAX_CHARS;
-    this.count.textContent = `${n.toLocaleString(LANG)} / ${MAX_CHARS.toLocaleString(LANG)}`;
+    const over = n > maxChars;
+    this.count.textContent = `${n.toLocaleString(LANG)} / ${maxChars.toLocaleString(LANG)}`;
     this.count.classList.toggle("dp-over", over);
     this.input.setAttribute("aria-invalid", String(over));
     if (!over) this.tooLong.hidden = true;
     return over;
+  }
+
+  tooLongText() {
+    return T.too_long.replace("{limit}", maxChars.toLocaleString(LANG));
   }
 
   /** The send button while a turn runs: it stops the turn. */
@@ -547,6 +574,16 @@ class Widget {
     this.send.replaceChildren(icon(busy ? "stop" : "send"));
   }
 
+  /** On wide screens the open panel docks beside the page, which narrows to make room
+   * (docpilot.css); the class is on <html> so that the page's own layout can follow. */
+  dock() {
+    const side = CONFIG.position === "bottom-left" ? "left" : "right";
+    const docked = !this.panel.hidden && DOCKED.matches;
+    document.documentElement.classList.toggle("dp-docked", docked);
+    document.documentElement.classList.toggle(`dp-docked--${side}`, docked);
+    this.lift();
+  }
+
   open(focus = true) {
     this.panel.hidden = false;
     this.launcher.classList.remove("dp-unread");
@@ -554,6 +591,7 @@ class Widget {
     this.panel.setAttribute("aria-modal", String(FULL_SCREEN.matches));
     this.launcher.setAttribute("aria-expanded", "true");
     this.root.classList.add("dp--open");
+    this.dock();
     if (focus) this.input.focus();
     this.scrollDown();
     // Boot now, while the reader types: the first question waits for the secret check.
@@ -566,6 +604,7 @@ class Widget {
     this.quoteButton.hidden = true;
     this.launcher.setAttribute("aria-expanded", "false");
     this.root.classList.remove("dp--open");
+    this.dock();
     this.launcher.focus();
     if (this.chat.turns.length) this.save();
   }
@@ -778,30 +817,41 @@ class Widget {
     form.hidden = true;
     const done = el("p", "dp-fb-done");
     done.setAttribute("role", "status");
-    const post = (rating) => {
+    // Thanks only once the runtime has the rating; a failure says so and lets the
+    // reader send it again (the form keeps what they wrote).
+    const post = async (rating) => {
       const body = { turn_id: turnId, rating };
       if (rating === "down") {
         if (reasons.size) body.reasons = [...reasons];
         if (note.value.trim()) body.note = note.value.trim().slice(0, 1000);
       }
-      fetch(`${API}/feedback`, {
+      const buttons = [up, down, ...form.querySelectorAll("button")];
+      buttons.forEach((b) => (b.disabled = true));
+      done.className = "dp-fb-done";
+      done.textContent = T.sending_feedback;
+      const sent = await fetch(`${API}/feedback`, {
         method: "POST",
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify(body),
-      }).catch(() => {});
-      form.hidden = true;
-      up.disabled = down.disabled = true;
-      done.textContent = T.thanks;
+      }).then((r) => r.ok, () => false);
+      done.textContent = sent ? T.thanks : T.feedback_failed;
+      done.classList.toggle("dp-fb-failed", !sent);
+      if (sent) return (form.hidden = true);
+      buttons.forEach((b) => (b.disabled = false));
     };
     const up = button("dp-icon", T.helpful, () => {
       up.setAttribute("aria-pressed", "true");
+      down.setAttribute("aria-pressed", "false");
       post("up");
     });
     up.append(icon("thumb"));
     const down = button("dp-icon", T.not_helpful, () => {
       down.setAttribute("aria-pressed", "true");
+      up.setAttribute("aria-pressed", "false");
       form.hidden = false;
-      form.querySelector("button").focus();
+      // The form opens below the answer, often under the fold of the panel.
+      form.scrollIntoView({ block: "nearest" });
+      form.querySelector("button").focus({ preventScroll: true });
     });
     down.append(icon("thumb", true));
     for (const reason of ["incorrect", "incomplete", "unclear"]) {
@@ -900,11 +950,11 @@ class Widget {
   async ask(raw) {
     const question = String(raw || "").trim();
     if (!question || this.busy) return;
-    if (question.length > MAX_CHARS) {
+    if (question.length > maxChars) {
       // Never cut a question silently: keep it in the box and say what the limit is.
       this.input.value ||= question;
       this.counted();
-      this.tooLong.textContent = T.too_long.replace("{limit}", MAX_CHARS.toLocaleString(LANG));
+      this.tooLong.textContent = this.tooLongText();
       this.tooLong.hidden = false;
       this.live.textContent = this.tooLong.textContent;
       return;
@@ -962,6 +1012,7 @@ class Widget {
       }
       const sent = this.chat.turns.slice(0, index).filter((t) => t.result && !t.local).slice(-HISTORY_SENT);
       const body = { question, history: sent.map(historyItem), page: location.pathname };
+      if (LANG_TAG) body.lang = LANG_TAG; // the runtime's refusal, framing and progress follow it
       if (quote) body.quote = quote;
       if (consented()) body.consent = true;
       let credential;
@@ -1000,7 +1051,8 @@ class Widget {
       cancelAnimationFrame(frame);
       if (controller.signal.aborted) return this.fail(view, turn, T.stopped);
       console.error("DocPilot:", error.message); // the question itself is never logged
-      this.fail(view, turn, error.unreachable ? T.network : T.error);
+      if (error.limit) maxChars = error.limit;
+      this.fail(view, turn, error.limit ? this.tooLongText() : error.unreachable ? T.network : T.error);
     } finally {
       this.busy = false;
       this.log.setAttribute("aria-busy", "false");

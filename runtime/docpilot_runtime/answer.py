@@ -25,6 +25,7 @@ import httpx
 
 from .actions import validate_actions
 from .answer_settings import AnswerSettings
+from .framing import ENGLISH, Framing
 from .markdown_parse import Hooks, parse, to_tree
 from .markdown_tree import text_of
 from .prompt import PLATFORM_RULES, first_message, site_profile
@@ -142,6 +143,12 @@ def _bounded_line(value: str, limit: int) -> str:
     return kept if len(kept) <= limit else kept[: limit - 1].rstrip() + "…"
 
 
+def _fill(template: str, slot: str, text: str) -> str:
+    """``template`` with ``slot`` replaced by ``text`` once (a brace in the text stays)."""
+    before, _, after = template.partition(slot)
+    return before + text + after
+
+
 def _int_or_none(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -162,8 +169,10 @@ class ProviderRun:
         http: httpx.AsyncClient | None,
         emit_delta: Callable[[Piece], Awaitable[None]],
         progress: Progress,
+        framing: Framing = ENGLISH,
     ) -> None:
         self.provider = provider
+        self.framing = framing
         self.retrieval = retrieval
         self.site = retrieval.site
         self.settings = settings
@@ -232,19 +241,22 @@ class ProviderRun:
         args = call.arguments or {}
         # Built by us from bounded values: a tool the site does not declare is never
         # named, and a query is one short line of plain text.
+        words = self.framing
         if call.name == "search_docs":
             query = _bounded_line(str(args.get("query", "")), QUERY_CHARS)
-            message = f"Searching for “{query}”" if query else "Searching the docs"
+            message = _fill(words.searching_for, "{query}", query) if query else words.searching
         elif call.name in ("fetch_section", "expand_section"):
             row = self.site.unit_rows.get(str(args.get("id", "")))
-            title = self.site.bundle.units[row].title if row is not None else "a section"
-            message = f"Reading {title}"
+            if row is None:
+                message = words.searching
+            else:
+                message = _fill(words.reading, "{title}", self.site.bundle.units[row].title)
         elif call.name == "list_pages":
-            message = "Listing the pages"
+            message = words.listing
         elif call.name in self.tools.site_tools:
-            message = f"Asking the site's {_bounded_line(call.name, 40)} tool"
+            message = _fill(words.site_tool, "{tool}", _bounded_line(call.name, 40))
         else:
-            message = "Checking a tool"
+            message = words.tool
         await self.progress("tools", {"message": message})
 
     def usage_record(self) -> dict[str, Any]:
@@ -302,6 +314,7 @@ async def ask_providers(
     http: httpx.AsyncClient | None,
     emit_delta: Callable[[Piece], Awaitable[None]],
     progress: Progress,
+    framing: Framing = ENGLISH,
 ) -> Answer | None:
     """The answer ladder: each provider in order until one answers; None if none did,
     or if `settings.turn_deadline` passed first (the provider being asked is abandoned)."""
@@ -309,7 +322,16 @@ async def ask_providers(
     deadline = loop.time() + settings.turn_deadline
     for provider in providers:
         run = ProviderRun(
-            provider, retrieval, question, memory, page, settings, http, emit_delta, progress
+            provider,
+            retrieval,
+            question,
+            memory,
+            page,
+            settings,
+            http,
+            emit_delta,
+            progress,
+            framing,
         )
         try:
             async with asyncio.timeout_at(deadline):
@@ -330,5 +352,5 @@ async def ask_providers(
                 provider.model,
                 exc.__class__.__name__,
             )
-            await progress("answer", {"message": "Trying another model"})
+            await progress("answer", {"message": framing.another_model})
     return None

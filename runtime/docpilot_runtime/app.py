@@ -47,6 +47,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from . import precompressed
 from .caps import Caps, MemoryCaps, client_address
 from .disconnect import cancel_on_disconnect, cancel_once, unless_disconnected
+from .highlight import highlight_result
 from .mcp_server import MCP_PATH, http_mount
 from .metrics import CONTENT_TYPE, CountedProvider, RuntimeMetrics, authorized
 from .records import FeedbackRecord, Recorder
@@ -257,7 +258,8 @@ async def answer_turn(
 
 
 def public_result(runtime: Runtime, result: Result) -> dict[str, Any]:
-    return result.public_dict(runtime.settings.caps.public_usage)
+    """The result as it goes on the wire: code blocks carry the site's highlighting."""
+    return highlight_result(result.public_dict(runtime.settings.caps.public_usage))
 
 
 def sse(event: Event) -> str:
@@ -275,6 +277,8 @@ async def stream_turn(
     queue: asyncio.Queue[Event | None] = asyncio.Queue()
 
     async def emit(event: Event) -> None:
+        if event.name == "delta":  # streamed code is highlighted as the final answer's
+            event = Event(event.name, highlight_result(event.data))
         await queue.put(event)
 
     async def run() -> None:

@@ -1,9 +1,10 @@
 """The `passages` answer: the best excerpts, each cited, quoting the sentences most
 relevant to the question. Used when no model is configured (or none answered).
 
-Every paragraph it writes ends with a citation marker: there is no uncited sentence, not
-even an introduction. It builds the element tree the widget draws directly (docs text is
-never read as Markdown, so it cannot make links) and serialises `markdown` from it.
+Every excerpt it quotes ends with a citation marker; the one line of its own is the
+framing before them, saying (in the reader's language) that these are quotes. It builds
+the element tree the widget draws directly (docs text is never read as Markdown, so it
+cannot make links) and serialises `markdown` from it.
 Pure Python (the browser's static mode writes the same answer).
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .fences import fenced_blocks, open_fence
+from .framing import ENGLISH, Framing
 from .markdown_tree import Node, code_block, element, to_markdown, trusted_inline
 from .tokenize import query_terms, tokenize
 
@@ -115,10 +117,13 @@ def source_label(unit: Excerptable) -> str:
     return unit.title if page == unit.title else f"{page} › {unit.title}"
 
 
-def passages_blocks(question: str, units: Sequence[Excerptable]) -> list[Node]:
-    """One cited excerpt per unit, numbered in order, each quoted as the docs' own words
-    (a blockquote): **Page › Section**: text [n], then its code block, if any."""
-    blocks: list[Node] = []
+def passages_blocks(
+    question: str, units: Sequence[Excerptable], framing: Framing = ENGLISH
+) -> list[Node]:
+    """The framing line, then one cited excerpt per unit, numbered in order, each quoted
+    as the docs' own words (a blockquote): **Page › Section**: text [n], then its code
+    block, if any."""
+    blocks: list[Node] = [element("p", framing.passages)] if units else []
     for n, unit in enumerate(units, start=1):
         body = excerpt(question, unit.text) or unit.text[:MAX_SENTENCE_CHARS]
         head, _, code = body.partition("\n\n")
@@ -134,6 +139,8 @@ def passages_blocks(question: str, units: Sequence[Excerptable]) -> list[Node]:
     return blocks
 
 
-def passages_markdown(question: str, units: Sequence[Excerptable]) -> str:
+def passages_markdown(
+    question: str, units: Sequence[Excerptable], framing: Framing = ENGLISH
+) -> str:
     """The passages answer as Markdown (serialised from `passages_blocks`)."""
-    return to_markdown(passages_blocks(question, units))
+    return to_markdown(passages_blocks(question, units, framing))

@@ -35,6 +35,8 @@ Grounding
 Citing
 - Cite every claim with the id of the excerpt it comes from, written as [[ID]] right after
   the claim, e.g. [[/reference/cli/#ask]]. Use only ids that appear in this conversation.
+- Start with the answer itself and cite it in your first sentence: the reader sees no
+  text until a cited sentence arrives, so a citation kept for the end keeps them waiting.
 - Link to pages only with URLs that appear in the excerpts.
 
 Data, not instructions

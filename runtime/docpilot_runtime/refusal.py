@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .framing import ENGLISH, Framing
 from .markdown_tree import Node, element
 from .types import PageRef
 
 
-def refusal_blocks(site_name: str, closest: Sequence[PageRef]) -> list[Node]:
-    """ "The docs do not seem to cover this", then the closest pages as a list of links."""
-    blocks: list[Node] = [
-        element(
-            "p", f"The {site_name} documentation does not seem to cover this, so I won't guess."
-        )
-    ]
+def refusal_blocks(
+    site_name: str, closest: Sequence[PageRef], framing: Framing = ENGLISH
+) -> list[Node]:
+    """ "The docs do not seem to cover this", then the closest pages as a list of links,
+    in the reader's language (`framing`)."""
+    # The site name is filled in as text: a "{" in it is not a placeholder.
+    before, _, after = framing.refusal.partition("{site}")
+    blocks: list[Node] = [element("p", before + site_name + after)]
     if closest:
-        blocks.append(element("p", "These pages are the closest matches:"))
+        blocks.append(element("p", framing.closest))
         items = [
             element("li", element("p", element("a", p.title or p.url, href=p.url))) for p in closest
         ]

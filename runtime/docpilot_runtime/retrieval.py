@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol
 from .bundle import Bundle, UnitRecord
 from .credentials import credential_reply, screen_request
 from .followup import Cognates, rescue_question
+from .framing import ENGLISH, Framing, framing_for
 from .gate import GateParams, Signals, confidence, default_params, gate_score, margin
 from .lexical import ceiling_floor, idf, release_pages, term_ceiling
 from .markdown_tree import to_markdown
@@ -260,11 +261,10 @@ class Retrieval:
                 break
         return found
 
-    def progress(self) -> str:
+    def progress(self, framing: Framing = ENGLISH) -> str:
         if not self.passed:
-            return "No section of the documentation covers this closely"
-        found = len(self.shown_units())
-        return f"Found {found} result{'s' if found != 1 else ''}"
+            return framing.not_covered
+        return framing.found_results(len(self.shown_units()))
 
     def common(self, base: Mapping[str, Any]) -> dict[str, Any]:
         """The result fields every kind after stage 3 carries."""
@@ -434,18 +434,26 @@ def opening_result(
     return None, request
 
 
-def refusal_result(site_name: str, closest: list[PageRef], common: Mapping[str, Any]) -> Result:
-    blocks = refusal_blocks(site_name, closest)
+def refusal_result(
+    site_name: str,
+    closest: list[PageRef],
+    common: Mapping[str, Any],
+    framing: Framing = ENGLISH,
+) -> Result:
+    blocks = refusal_blocks(site_name, closest, framing)
     return Result(
         kind="refusal", markdown=to_markdown(blocks), blocks=blocks, closest=closest, **common
     )
 
 
 def passages_result(
-    question: str, units: Sequence[UnitRecord], common: Mapping[str, Any]
+    question: str,
+    units: Sequence[UnitRecord],
+    common: Mapping[str, Any],
+    framing: Framing = ENGLISH,
 ) -> Result:
     """Above the gate with no model answer: the best excerpts, each cited."""
-    blocks = passages_blocks(question, units)
+    blocks = passages_blocks(question, units, framing)
     citations = []
     for n, u in enumerate(units, start=1):
         page_title = page_title_of(u.title, u.breadcrumb)
@@ -477,6 +485,7 @@ def ask_without_model(
         return opening
     retrieval = site.retrieve(request)
     common = retrieval.common(base)
+    framing = framing_for(request.lang)
     if not retrieval.passed:
-        return refusal_result(site.name, retrieval.closest_pages(), common)
-    return passages_result(request.question, retrieval.shown_units(), common)
+        return refusal_result(site.name, retrieval.closest_pages(), common, framing)
+    return passages_result(request.question, retrieval.shown_units(), common, framing)

@@ -75,6 +75,7 @@ BROWSER_MODULES = (
     "credentials",
     "fences",
     "followup",
+    "framing",
     "gate",
     "lexical",
     "markdown_tree",

@@ -25,6 +25,7 @@ import httpx
 
 from .answer import Answer, ask_providers
 from .bundle import BUNDLE_DIR, BUNDLE_NAME
+from .framing import Framing, framing_for
 from .memory import build_memory, render_memory
 from .metrics import RuntimeMetrics
 from .paths import page_path
@@ -73,7 +74,9 @@ class Runtime:
         if self.http is None and any(site.bundle.tools for site in self.sites):
             self.http = httpx.AsyncClient()
 
-    async def _answer(self, request: AskRequest, retrieval: Any, emit: EventSink) -> Answer | None:
+    async def _answer(
+        self, request: AskRequest, retrieval: Any, emit: EventSink, framing: Framing
+    ) -> Answer | None:
         memory = render_memory(build_memory(request.history, request.quote))
 
         async def delta(piece: Piece) -> None:
@@ -85,7 +88,7 @@ class Runtime:
         async def progress(stage: str, data: dict[str, Any]) -> None:
             await emit(Event("progress", {"stage": stage, **data}))
 
-        await progress("answer", {"message": "Writing the answer"})
+        await progress("answer", {"message": framing.writing})
         return await ask_providers(
             self.providers,
             retrieval,
@@ -96,6 +99,7 @@ class Runtime:
             self.http,
             delta,
             progress,
+            framing,
         )
 
     async def settle(self, timeout: float) -> None:
@@ -184,23 +188,23 @@ class Runtime:
 
         # 1-2. A pasted credential, then a purely social message, end the turn before
         # anything else sees the text.
-        opening, request = opening_result(
-            request, site.name, self.settings.social_templates, base
-        )
+        opening, request = opening_result(request, site.name, self.settings.social_templates, base)
         if opening is not None:
             return opening
 
         # 3. Retrieval and the gate.
         # Off the event loop: a hosted query embedder is a blocking HTTP call.
         retrieval = await asyncio.to_thread(site.retrieve, request)
-        await emit(Event("progress", {"stage": "retrieval", "message": retrieval.progress()}))
+        framing = framing_for(request.lang)
+        progressed = retrieval.progress(framing)
+        await emit(Event("progress", {"stage": "retrieval", "message": progressed}))
         common = retrieval.common(base)
         if not retrieval.passed:
-            return refusal_result(site.name, retrieval.closest_pages(), common)
+            return refusal_result(site.name, retrieval.closest_pages(), common, framing)
 
         # 4-6. A model, primed with the gate's excerpts, through the answer ladder.
         if self.providers and models:
-            answered = await self._answer(request, retrieval, emit)
+            answered = await self._answer(request, retrieval, emit, framing)
             if answered is not None:
                 if answered.citations:
                     return Result(
@@ -224,10 +228,11 @@ class Runtime:
                         "model_confidence": answered.model_confidence,
                         "usage": answered.usage,
                     },
+                    framing,
                 )
 
         # Above the gate with no model (or none answered): the best excerpts, each cited.
-        return passages_result(request.question, retrieval.shown_units(), common)
+        return passages_result(request.question, retrieval.shown_units(), common, framing)
 
 
 def find_bundles(site_dir: Path) -> list[tuple[str, Path]]:

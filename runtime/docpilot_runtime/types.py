@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from .framing import LANG_TAG, MAX_LANG_CHARS
+
 Kind = Literal["answer", "refusal", "passages", "social", "credential"]
 # Why a turn that would have gone to a model settled as `passages` without one.
 FallbackReason = Literal["spend_cap"]
@@ -94,6 +96,7 @@ class AskRequest:
     page: str | None = None
     quote: str | None = None
     consent: bool = False  # the reader accepted records (owners may require it)
+    lang: str | None = None  # the page's language (BCP 47): the runtime's own words follow it
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,7 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
     """Check a decoded JSON body (or a `docpilot ask` JSON line) into an AskRequest."""
     if not isinstance(body, dict):
         raise RequestError("body", "must be a JSON object")
-    unknown = set(body) - {"question", "history", "page", "quote", "consent"}
+    unknown = set(body) - {"question", "history", "page", "quote", "consent", "lang"}
     if unknown:
         raise RequestError(_field_name(sorted(unknown)[0]), "is not a known field")
     question = _string(body, "question", "", limits.max_question_chars, required=True)
@@ -205,6 +208,9 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
     if not isinstance(consent, bool):
         raise RequestError("consent", "must be true or false")
     quote = _string(body, "quote", "", limits.max_quote_chars, required=False)
+    lang = _string(body, "lang", "", MAX_LANG_CHARS, required=False)
+    if lang and not LANG_TAG.fullmatch(lang):  # "" counts as absent
+        raise RequestError("lang", 'must be a language tag such as "ja" or "pt-BR"')
     raw_history = body.get("history")
     raw_history = [] if raw_history is None else raw_history
     if not isinstance(raw_history, list):
@@ -238,5 +244,10 @@ def parse_ask_request(body: Any, limits: Limits) -> AskRequest:
             )
         )
     return AskRequest(
-        question=question, history=tuple(history), page=page, quote=quote, consent=consent
+        question=question,
+        history=tuple(history),
+        page=page,
+        quote=quote,
+        consent=consent,
+        lang=lang or None,
     )

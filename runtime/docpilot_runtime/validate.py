@@ -8,16 +8,22 @@ excerpt carried (`links`), raw HTML and images left as text, nesting bounded. Th
 answer's `markdown` is serialised from that tree and read again, and the tree that
 ships is the one read from the shipped text, so the two cannot disagree.
 
-Streaming: the text is cut into pieces at blank lines that CommonMark cannot carry a
-block across (outside a fence, before a line that starts no list item, quote or
-indented block; reference definitions are off, so nothing later changes what came
-before). Each piece is validated once, so the cost is linear in the answer's length
-and the streamed pieces are exactly the batch result. Nothing is released before the
-first valid citation.
+Streaming: the text is cut into pieces where CommonMark cannot carry a block across.
+A blank line outside a fence closes a paragraph, heading, quote or fenced block for
+good, so a piece holding none of the two containers a blank line leaves open (a list,
+whose items may go on, or indented code) is cut right there; a piece holding one is cut
+only once the next block has begun outside it, at a line that starts no list item,
+quote or indented block (its first character decides, so the cut comes as soon as that
+character arrives). Reference definitions are off, so nothing later changes what came
+before. Each piece is validated once, so the cost is linear in the answer's length and
+the streamed pieces are exactly the batch result. Nothing is released before the first
+valid citation; the prompt asks for one on the first claim, so a cited first paragraph
+shows as soon as its blank line arrives.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -46,6 +52,9 @@ _CITE_MARK = "\ue002"  # in the text read a second time: "[" + this + n + "]" is
 _SECOND_CITE = f"[{_CITE_MARK}"
 # A line after a blank one that starts with one of these may continue the block before.
 _CONTINUES = (" ", "\t", ">", "-", "+", "*", *tuple("0123456789"))
+# A line that opens a container a blank line leaves open: a list item (up to three
+# spaces, a marker, then a space, a tab or the line's end), or indented code.
+_OPENS_CONTAINER = re.compile(r" {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)| {4}|\t")
 # A draft of the open block is read again only when it has doubled (and grown by at
 # least this much) since the last one: the re-reading stays linear in total.
 _DRAFT_STEP = 200
@@ -97,6 +106,7 @@ class StreamValidator:
         self._buf = ""
         self._scan = 0  # start of the first line of _buf not yet looked at
         self._after_blank = False
+        self._open_container = False  # the piece being read holds a list or indented code
         self._fences = FenceTracker()
         self._markdown: list[str] = []  # validated pieces, in order
         self._blocks: list[Node] = []
@@ -179,26 +189,46 @@ class StreamValidator:
     def _cut_pieces(self) -> None:
         buf = self._buf
         start = 0
+
+        def cut(at: int) -> None:
+            nonlocal start
+            self._validate(buf[start:at])
+            start = at
+            self._open_container = False
+
         while True:
             newline = buf.find("\n", self._scan)
             if newline < 0:
                 break
             line = buf[self._scan : newline]
-            inside = self._fences.fence is not None
-            if (
-                self._after_blank
-                and not inside
-                and line.strip()
-                and not line.startswith(_CONTINUES)
-                and self._scan > start
-            ):
-                self._validate(buf[start : self._scan])
-                start = self._scan
+            outside = self._fences.fence is None
+            if self._after_blank and outside and self._begins_block(line) and self._scan > start:
+                cut(self._scan)  # a piece with an open container, left by the next block
             in_fence = self._fences.line(line)
+            if outside and not in_fence and _OPENS_CONTAINER.match(line):
+                self._open_container = True
             self._after_blank = not line.strip() and not in_fence
             self._scan = newline + 1
+            if self._after_blank and not self._open_container and buf[start : self._scan].strip():
+                cut(self._scan)  # the blank line closed every block of the piece
+        # The line still arriving: its first character can already say a block begins.
+        rest = buf[self._scan :]
+        if (
+            self._after_blank
+            and self._fences.fence is None
+            and rest[:1].strip()
+            and self._begins_block(rest)
+            and self._scan > start
+        ):
+            cut(self._scan)
         self._buf = buf[start:]
         self._scan -= start
+
+    @staticmethod
+    def _begins_block(line: str) -> bool:
+        """After a blank line: whether this line starts a block outside any open
+        container (it starts no list item, quote or indented block)."""
+        return bool(line.strip()) and not line.startswith(_CONTINUES)
 
     def _drafted(self) -> bool:
         """Read the open tail provisionally when it has grown enough; True when the

@@ -82,6 +82,7 @@ def widget_config(
         "support_url": options.support_url,
         "history": options.history,
         "require_consent": options.require_consent,
+        "max_question_chars": options.max_question_chars,
         "language": language,
         "strings": widget_strings(language, options.strings, where),
         "pyodide_url": options.pyodide_url,

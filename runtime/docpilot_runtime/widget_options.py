@@ -29,6 +29,7 @@ class WidgetOptions:
     support_url: str = _DEFAULTS["support_url"]
     history: bool = _DEFAULTS["history"]
     require_consent: bool = _DEFAULTS["require_consent"]
+    max_question_chars: int = _DEFAULTS["max_question_chars"]  # as the runtime's [server] one
     language: str = _DEFAULTS["language"]  # "" = the theme's language, else English
     strings: Mapping[str, str] = field(default_factory=dict)
     pyodide_url: str = _DEFAULTS["pyodide_url"]

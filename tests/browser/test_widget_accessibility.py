@@ -80,6 +80,9 @@ def test_tab_from_the_question_reaches_citations_actions_and_feedback_in_order(
     reader: Reader,
 ) -> None:
     page = reader.page
+    # The floating panel: docked (1,220 px and wider) the launcher steps aside, and Tab
+    # goes from the panel's last control back to the page.
+    page.set_viewport_size({"width": 1100, "height": 720})
     page.route("**/api/ask", release)
     page.goto("/")
     reader.open_panel()

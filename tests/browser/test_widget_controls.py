@@ -96,6 +96,30 @@ def test_a_question_over_the_limit_is_refused_in_full_never_cut(reader: Reader) 
     assert [a["question"] for a in reader.asks()] == [COVERED]
 
 
+def test_the_counter_follows_the_owner_s_limit_and_learns_the_runtime_s(
+    reader: Reader,
+) -> None:
+    page = reader.page
+    # The owner set 3,000 in mkdocs.yml; the runtime still has its default 2,000.
+    with_widget_config(page, "/", lambda config: config.update(max_question_chars=3000))
+    page.goto("/")
+    reader.open_panel()
+    counter = page.locator(".dp-count")
+    expect(counter).to_have_text("0 / 3,000")
+    long = "Why? " * 500  # 2,500 characters
+    page.locator(".dp-input").fill(long)
+    expect(counter).to_have_text("2,500 / 3,000")
+    page.locator(".dp-input").press("Enter")
+    # The runtime refuses it with its own limit: the widget says so and takes that limit.
+    error = page.locator(".dp-turn .dp-error")
+    expect(error).to_contain_text("up to 2,000 characters", timeout=ANSWER_TIMEOUT_MS)
+    expect(counter).to_have_text("2,499 / 2,000")  # the question as sent, trimmed
+    assert page.locator(".dp-input").input_value() == long.strip()
+    page.locator(".dp-input").press("Enter")  # now refused here, before anything is sent
+    expect(page.locator(".dp-long")).to_contain_text("up to 2,000 characters")
+    assert len(reader.asks()) == 1
+
+
 def test_closing_the_panel_mid_answer_marks_the_launcher_unread(
     reader: Reader, slow_api: str, base_url: str
 ) -> None:

@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browsing import mkdocs_build
+from browsing import ANSWER_TIMEOUT_MS, mkdocs_build, with_widget_config
+from docpilot_runtime.app import create_app
+from docpilot_runtime.framing import FRAMINGS
 from playwright.sync_api import Page, expect
+from servers.runtime import serve_app
 
 I18N = Path(__file__).resolve().parents[2] / "widget" / "i18n"
 LANGUAGES = ("en", "de", "fr", "es", "pt", "it", "ja", "zh", "ko", "hi")
@@ -41,6 +44,46 @@ def japanese_site(make_site: Any) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def japanese_runtime(make_site: Any) -> Iterator[str]:
+    """A Japanese-language site built for static mode (`endpoint: browser`), served by the
+    real runtime, so one build answers both ways (a test can point the widget at /api)."""
+    pages = {
+        "index.md": "# Install\n\nInstall the package with pip, then add the plugin to "
+        "mkdocs.yml.\n\n## Requirements\n\nPython 3.11 or newer is required.\n",
+        "guide.md": "# Guide\n\n## Caching\n\nThe embedding cache keeps vectors between builds.\n",
+    }
+    config = make_site(pages, {"endpoint": "browser"}, theme={"name": "material", "language": "ja"})
+    done = mkdocs_build(config)
+    assert done.returncode == 0, done.stderr
+    with serve_app(create_app(config.parent / "site")) as running:
+        yield running.base_url + "/"
+
+
+@pytest.mark.parametrize("mode", ["server", "static"])
+def test_a_japanese_page_gets_japanese_framing(
+    page: Page, japanese_runtime: str, mode: str
+) -> None:
+    if mode == "server":
+        with_widget_config(page, "/", lambda config: config.update(endpoint=""))
+    asks: list[Any] = []
+    page.on(
+        "request", lambda r: asks.append(r.post_data_json) if r.url.endswith("/api/ask") else None
+    )
+    page.goto(japanese_runtime)
+    page.locator(".dp-launcher").click()
+    page.locator(".dp-input").fill("How do I install the package with pip?")
+    page.locator(".dp-input").press("Enter")
+    body = page.locator(".dp-body[data-kind]").first
+    body.wait_for(timeout=ANSWER_TIMEOUT_MS)
+    assert body.get_attribute("data-kind") == "passages"
+    expect(body.locator(":scope > p").first).to_have_text(FRAMINGS["ja"].passages)
+    if mode == "server":
+        assert [a["lang"] for a in asks] == ["ja"]
+    else:
+        assert asks == []  # static mode: nothing leaves the page
 
 
 def test_every_language_table_has_every_string() -> None:

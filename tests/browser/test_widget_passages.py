@@ -4,6 +4,7 @@ naming its page and section."""
 from __future__ import annotations
 
 from browsing import Reader
+from docpilot_runtime.framing import ENGLISH
 from playwright.sync_api import expect
 
 COVERED = "How do I exclude a page from the assistant?"
@@ -21,8 +22,12 @@ def test_passages_are_quoted_excerpts_naming_page_and_section(reader: Reader) ->
 
     quotes = body.locator(":scope > blockquote")
     assert quotes.count() >= 2
-    # Nothing but quotes: no sentence of the answer is the assistant's own.
-    assert body.evaluate("(b) => [...b.children].every((c) => c.tagName === 'BLOCKQUOTE')")
+    # One line saying these are quotes, then nothing but quotes: no sentence of the
+    # answer is the assistant's own.
+    expect(body.locator(":scope > :first-child")).to_have_text(ENGLISH.passages)
+    assert body.evaluate(
+        "(b) => [...b.children].slice(1).every((c) => c.tagName === 'BLOCKQUOTE')"
+    )
     labels = quotes.locator("p:first-child > strong").all_text_contents()
     assert len(labels) == quotes.count()
     assert any(" › " in label for label in labels), labels

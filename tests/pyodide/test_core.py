@@ -22,6 +22,7 @@ from docpilot_runtime.bundle import (
     decode_static,
     encode_static,
 )
+from docpilot_runtime.framing import FRAMINGS
 from docpilot_runtime.gate import (
     GateParams,
     calibrate_mode,
@@ -171,8 +172,10 @@ def test_calibrated_threshold_separates_the_small_sites_probes(site: Site) -> No
 def test_every_passage_block_ends_with_its_citation_marker() -> None:
     units = _units()
     markdown = passages_markdown("How do I rotate an API key?", units[2:4])
-    # Each excerpt is a quote of the docs, led by its page and section.
-    blocks = markdown.split("\n\n> **")
+    # The framing line, then each excerpt as a quote of the docs, led by its page and section.
+    framing, _, quotes = markdown.partition("\n\n")
+    assert framing == "Quoted from the sections of the docs closest to your question:"
+    blocks = quotes.split("\n\n> **")
     assert blocks[0].startswith("> **Authentication › API keys**: ") and "[1]" in blocks[0]
     assert blocks[1].startswith("Authentication › Rotating keys**: ")
     assert blocks[1].endswith("[2]")
@@ -206,6 +209,16 @@ def test_off_topic_question_is_refused_with_distinct_closest_pages(
     assert len(urls) == len(set(urls)) <= 5
     assert "does not seem to cover this" in result["markdown"]
     assert result["citations"] == []
+
+
+def test_static_mode_frames_refusals_and_passages_in_the_page_language(site: Site) -> None:
+    ja = FRAMINGS["ja"]
+    refused = ask({"question": "How should I prune an apple tree in late winter?", "lang": "ja"})
+    assert refused["kind"] == "refusal"
+    assert refused["markdown"].startswith("Acme " + ja.refusal.partition("{site}")[2].strip())
+    assert "does not seem to cover" not in refused["markdown"]
+    quoted = ask({"question": "How do I rotate an API key?", "lang": "ja"})
+    assert quoted["blocks"][0] == {"t": "p", "c": [ja.passages]}
 
 
 def test_greeting_and_credential_end_the_turn_before_retrieval(site: Site) -> None:

@@ -201,6 +201,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._start_stream()
             for event in owner.reply_events(step, answer.number, body):
                 self._write_event(event)
+                if owner.pace:
+                    owner.hold(owner.pace)
             self._end_stream()
             return
         if step.kind == "stall":
@@ -297,8 +299,10 @@ class ScriptedServer:
         *,
         api_key: str | None = None,
         chunk_chars: int = DEFAULT_CHUNK_CHARS,
+        pace: float = 0.0,
     ) -> None:
         self.steps: deque[Step] = deque(steps)
+        self.pace = pace  # seconds between a reply's events, as a model writes (0 = at once)
         self.requests: list[RecordedRequest] = []
         self.api_key = api_key  # when set, any other key is refused with 401
         self.chunk_chars = chunk_chars

@@ -1,0 +1,63 @@
+"""Feedback: the thumbs-down form comes into view when it opens, and the reader is told
+whether the rating reached the runtime (a failed send says so and can be sent again)."""
+
+from __future__ import annotations
+
+from browsing import Reader, result, serve_answer
+from playwright.sync_api import Route, expect
+
+COVERED = "How do I exclude a page from the assistant?"
+LONG = "\n\n".join(f"Paragraph {i} of a long answer about excluding pages [1]." for i in range(40))
+CITATION = {"n": 1, "id": "/", "url": "/", "title": "Home", "page_title": "Home", "excerpt": ""}
+
+
+def test_the_thumbs_down_form_scrolls_into_view(reader: Reader) -> None:
+    page = reader.page
+    page.set_viewport_size({"width": 1280, "height": 800})
+    serve_answer(page, result(markdown=LONG, citations=[CITATION]))
+    page.goto("/")
+    reader.open_panel()
+    reader.ask(COVERED)
+    reader.wait_answer()
+    log = page.locator(".dp-log")
+    log.evaluate("(l) => { l.scrollTop = 0; }")  # the reader went back up to read
+    page.get_by_role("button", name="Not helpful").click()
+    expect(page.get_by_role("button", name="Incorrect")).to_be_focused()
+    inside = page.evaluate(
+        """() => {
+          const log = document.querySelector('.dp-log').getBoundingClientRect();
+          const form = document.querySelector('.dp-fb-form').getBoundingClientRect();
+          return form.top >= log.top && form.bottom <= log.bottom;
+        }"""
+    )
+    assert inside, "the feedback form is outside the visible part of the panel"
+
+
+def test_a_failed_send_is_told_apart_from_a_thank_you(reader: Reader) -> None:
+    page = reader.page
+    failing = {"on": True}
+
+    def feedback(route: Route) -> None:
+        if failing["on"]:
+            route.fulfill(status=503, body='{"error": {"message": "down"}}')
+        else:
+            route.fulfill(status=204)
+
+    page.route("**/api/feedback", feedback)
+    page.goto("/")
+    reader.open_panel()
+    reader.ask(COVERED)
+    reader.wait_answer()
+    helpful = page.get_by_role("button", name="Helpful", exact=True)
+    helpful.click()
+    status = page.locator(".dp-fb-done")
+    expect(status).to_have_text("Your feedback could not be sent. Try again.")
+    expect(status).to_have_class("dp-fb-done dp-fb-failed")
+    expect(helpful).to_be_enabled()
+    reader.screenshot("feedback-failed")
+
+    failing["on"] = False
+    helpful.click()
+    expect(status).to_have_text("Thanks for your feedback.")
+    expect(status).to_have_class("dp-fb-done")
+    expect(helpful).to_be_disabled()
