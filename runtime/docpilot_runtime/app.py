@@ -45,7 +45,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import precompressed
+from .bundle_swap import RELOAD_PATH, BundleSwapper, reload_endpoint, reload_secret
 from .caps import Caps, MemoryCaps, client_address
+from .caps_shared import DatabaseCaps
 from .disconnect import cancel_on_disconnect, cancel_once, unless_disconnected
 from .mcp_server import MCP_PATH, http_mount
 from .records import FeedbackRecord, Recorder
@@ -539,10 +541,15 @@ def build_app(
         Route("/health", health, methods=["GET"]),
         Route("/feedback", feedback, methods=["POST"]),
     ]
+    swapper = BundleSwapper(runtime)
+    secret = reload_secret(runtime)  # a missing secret stops start-up, naming the variable
+    if secret is not None:  # a pipeline's signed request swaps in the published bundles
+        api.append(Route(RELOAD_PATH, reload_endpoint(swapper, secret), methods=["POST"]))
     # /api is its own mount so an unknown API path is a 404 and a wrong method a 405
     # there, instead of falling through to the static files.
     routes: list[Route | Mount] = [Mount("/api", routes=api)]
-    mcp = http_mount(runtime)  # None (and said so at start-up) without the mcp extra
+    # /mcp counts against the app's caps, read per call (shared caps open with the lifespan).
+    mcp = http_mount(runtime, caps=lambda: app.state.caps)  # None without the mcp extra
     if mcp is not None:
         routes.append(Route(MCP_PATH, endpoint=mcp.app, methods=["GET", "POST", "DELETE"]))
     routes.append(Mount("/", app=SiteFiles(directory=Path(site_dir), html=True), name="site"))
@@ -565,8 +572,18 @@ def build_app(
             base = Path(settings.source).parent if settings.source else None
             runtime.recorder = Recorder(settings.records, base)
             await runtime.recorder.start()
-        async with mcp.lifespan() if mcp is not None else contextlib.nullcontext():
+        shared = None
+        if caps is None and settings.caps.shared:  # every worker counts against one cap
+            base = Path(settings.source).parent if settings.source else None
+            shared = DatabaseCaps(settings.caps, settings.records.sqlite_path(base))
+            app.state.caps = shared
+        async with (
+            mcp.lifespan() if mcp is not None else contextlib.nullcontext(),
+            swapper.polling(),
+        ):
             yield
+        if shared is not None:
+            await shared.aclose()
         if runtime.recorder is not None:
             await runtime.recorder.aclose()
             runtime.recorder = None
@@ -579,6 +596,7 @@ def build_app(
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    app.state.bundles = swapper
     app.state.feedback = FeedbackStore()
     app.state.caps = caps if caps is not None else MemoryCaps(settings.caps)
     return app

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .answer_settings import AnswerSettings
+from .bundle_source import BundleSettings, check_url
 from .caps import LimitSettings, parse_networks
 from .embedder_settings import QueryEmbedderSettings
 from .index.options import IndexOptions, index_options
@@ -49,6 +50,7 @@ class Settings:
     caps: LimitSettings = field(default_factory=LimitSettings)
     headers: HeaderSettings = field(default_factory=HeaderSettings)
     records: RecordsSettings = field(default_factory=RecordsSettings)
+    bundle: BundleSettings = field(default_factory=BundleSettings)
 
 
 def _table(raw: Mapping[str, Any], name: str, file: Path) -> dict[str, Any]:
@@ -141,6 +143,7 @@ def parse_settings(raw: Mapping[str, Any], file: Path) -> Settings:
             caps=_limits(raw, file),
             headers=_headers(raw, file),
             records=_records(raw, file),
+            bundle=_bundle(raw, file),
         )
     except ValueError as exc:  # OptionsError, or a trusted proxy that is no address
         raise SettingsError(str(exc)) from None
@@ -158,6 +161,17 @@ def _records(raw: Mapping[str, Any], file: Path) -> RecordsSettings:
     if "path" in checked and not checked["path"].strip():
         raise OptionsError(f"{file} [records]: path must be a non-empty string")
     return RecordsSettings(**checked)
+
+
+def _bundle(raw: Mapping[str, Any], file: Path) -> BundleSettings:
+    checked = _table(raw, "bundle", file)
+    url = checked.get("url", "")
+    if url:
+        try:
+            check_url(url, checked.get("allow_http", False))
+        except ValueError as exc:
+            raise OptionsError(f"{file} {exc}") from None
+    return BundleSettings(**checked)
 
 
 def _headers(raw: Mapping[str, Any], file: Path) -> HeaderSettings:

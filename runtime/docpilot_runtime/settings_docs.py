@@ -15,6 +15,7 @@ from pathlib import Path
 from .schema import Key, markdown_table
 from .settings_schema import (
     ANSWER,
+    BUNDLE,
     EMBEDDER,
     HEADERS,
     INDEX,
@@ -35,6 +36,7 @@ TABLES: dict[str, tuple[tuple[Key, ...], bool]] = {
     "limits": (LIMITS.keys, False),
     "headers": (HEADERS.keys, False),
     "records": (RECORDS.keys, False),
+    "bundle": (BUNDLE.keys, False),
     "providers": (PROVIDER.keys, False),
     "embedder": (EMBEDDER.keys, False),
     "answer": (ANSWER.keys, False),
