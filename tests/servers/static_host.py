@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -22,6 +23,7 @@ class StaticHost:
         self.files: dict[str, bytes] = {}
         self.requests: list[tuple[str, int]] = []  # (path, status), in order
         self._lock = threading.Lock()
+        self._changed = threading.Condition()
         host = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -41,6 +43,8 @@ class StaticHost:
             def _send(self, status: int, body: bytes, path: str, etag: str = "") -> None:
                 with host._lock:
                     host.requests.append((path, status))
+                with host._changed:
+                    host._changed.notify_all()
                 self.send_response(status)
                 if etag:
                     self.send_header("ETag", etag)
@@ -70,6 +74,12 @@ class StaticHost:
         for file in site.rglob("*"):
             if file.is_file():
                 self.publish(file.relative_to(site).as_posix(), file.read_bytes())
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float) -> bool:
+        """Block until ``condition()`` holds (re-checked after every request served), or
+        ``timeout`` passes; whether it held."""
+        with self._changed:
+            return self._changed.wait_for(condition, timeout)
 
     def statuses(self, path: str) -> list[int]:
         with self._lock:
