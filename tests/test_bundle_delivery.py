@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.api import index_built_site
 from docpilot_runtime.app import create_app
 from docpilot_runtime.bundle import BundleError, parse_bundle
 from docpilot_runtime.bundle_source import (
@@ -28,50 +27,23 @@ from docpilot_runtime.bundle_source import (
     signature,
     verify_signature,
 )
-from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.providers.config import ProviderSettings
 from docpilot_runtime.records import RecordsSettings, open_store
 from docpilot_runtime.settings import Settings
-from docpilot_runtime.widget_options import WidgetOptions
 from servers.openai_chat import OpenAIChatServer, Reply, answer_reply
 from servers.runtime import NO_CAPS, serve_app
 from servers.static_host import StaticHost
+from small_site import BUNDLE, CACHE, INSTALL, INSTALL_QUESTION, PROXY, build_small_site
 
 SECRET = "pipeline-secret-for-the-test"
 SECRET_ENV = "DOCPILOT_TEST_RELOAD_SECRET"
-BUNDLE = "docpilot/bundle.msgpack"
 WAIT = 60.0
-
-INSTALL = ("install", "Installation", "Install the package with pip, then add the plugin "
-           "to mkdocs.yml under plugins and build the site again.")
-CACHE = ("caching", "Caching", "The embedding cache keeps section vectors between builds, "
-         "keyed by a hash of each section's text.")
-# Only the rebuilt site has this page.
-PROXY = ("proxies", "Reverse proxies", "Behind a reverse proxy, list its address in "
-         "trusted_proxies so X-Forwarded-For names the reader.")
-
-
-def page(slug: str, title: str, text: str) -> str:
-    return (f'<!doctype html><html lang="en"><head><title>{title} - Delivery</title></head>'
-            f'<body><main><h1 id="{slug}">{title}</h1><p>{text}</p>'
-            f'<h2 id="{slug}-more">More on {title.lower()}</h2><p>{text} {text}</p>'
-            "</main></body></html>")
-
-
-def build(folder: Path, cache: Path, pages: list[tuple[str, str, str]]) -> bytes:
-    """A small built site indexed by `docpilot index`'s function; the bundle's bytes."""
-    for slug, title, text in pages:
-        (folder / slug).mkdir(parents=True, exist_ok=True)
-        (folder / slug / "index.html").write_text(page(slug, title, text), encoding="utf-8")
-    index_built_site(folder, IndexOptions(cache_dir=str(cache)), WidgetOptions(widget=False))
-    return (folder / BUNDLE).read_bytes()
-
 
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, bytes]:
     root = tmp_path_factory.mktemp("delivery")
-    old = build(root / "v1", root / "cache", [INSTALL, CACHE])
-    new = build(root / "v2", root / "cache", [INSTALL, CACHE, PROXY])
+    old = build_small_site(root / "v1", root / "cache", [INSTALL, CACHE])
+    new = build_small_site(root / "v2", root / "cache", [INSTALL, CACHE, PROXY])
     return old, new
 
 
@@ -142,7 +114,7 @@ def test_a_streaming_turn_in_flight_finishes_on_the_old_bundle_and_the_next_uses
             def ask_streaming() -> None:
                 with httpx.stream(
                     "POST", running.base_url + "/api/ask",
-                    json={"question": "How do I install the package with pip?"},
+                    json={"question": INSTALL_QUESTION},
                     headers={"Accept": "text/event-stream"}, timeout=WAIT,
                 ) as response:
                     streamed["text"] = response.read().decode("utf-8")

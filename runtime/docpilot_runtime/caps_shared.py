@@ -38,6 +38,7 @@ log = logging.getLogger("docpilot.caps")
 
 RETRY_SECONDS = 5.0  # after a database failure, memory caps for this long
 CONNECT_TIMEOUT = 3  # seconds; an unreachable database must not hold a reader up
+BUSY_TIMEOUT = 2.0  # seconds a SQLite admission waits for another writer before memory caps
 PURGE_EVERY = 500  # admissions between deletions of idle buckets
 
 TABLES = (
@@ -112,7 +113,7 @@ def open_database(sqlite_path: Path, database_url: str = "") -> _Database:
     else:
         sqlite_path.parent.mkdir(parents=True, exist_ok=True)
         lite = sqlite3.connect(
-            sqlite_path, check_same_thread=False, isolation_level=None, timeout=10
+            sqlite_path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT
         )
         lite.execute("PRAGMA journal_mode=WAL")
         lite.execute("PRAGMA synchronous=NORMAL")

@@ -1,0 +1,140 @@
+"""Versioned and multi-language sites as the runtime serves them: two versions deployed by
+mike into one site (as its gh-pages branch lays them out: `1.0/`, `2.0/`, `versions.json`)
+and a two-language mkdocs-static-i18n build served from its URL. A reader on a version's
+or a language's pages gets answers from that bundle; `docpilot eval` follows the same
+prefixes; each citation's URL, resolved under its bundle's prefix, is a page and anchor
+of the built site."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+from corpora import MKDOCS_ENV, mkdocs_build
+from docpilot_runtime.bundle import load_bundle
+from docpilot_runtime.bundle_source import BundleSettings
+from docpilot_runtime.evaluation import evaluate, evaluation_runtime, load_questions
+from docpilot_runtime.settings import Settings
+from docpilot_runtime.turn import Runtime, load_runtime
+from docpilot_runtime.types import AskRequest
+from servers.static_host import StaticHost
+from test_languages import _site as i18n_site
+
+V1 = ("# Storage\n\nWhere DocPilot keeps its files.\n\n## Embedding cache\n\n"
+      "Version one keeps the embedding cache in the project folder under .cache/docpilot, "
+      "which mkdocs build --clean removes.\n")
+V2 = ("# Storage\n\nWhere DocPilot keeps its files.\n\n## Embedding cache\n\n"
+      "Version two keeps the embedding cache in the user cache directory under "
+      "XDG_CACHE_HOME, which no clean build removes.\n")
+QUESTION = "Where is the embedding cache kept?"
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def mike(repo: Path, *args: str) -> None:
+    """mike's own command (it runs `mkdocs build` from PATH: this interpreter's)."""
+    scripts = Path(sys.executable).parent
+    env = {**MKDOCS_ENV, "PATH": f"{scripts}{os.pathsep}{MKDOCS_ENV.get('PATH', '')}"}
+    done = subprocess.run([str(scripts / "mike"), *args], cwd=repo, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def versioned_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Versions 1.0 and 2.0 (alias latest) deployed by mike, checked out of gh-pages."""
+    repo = tmp_path_factory.mktemp("mike")
+    config = {"site_name": "Versions", "theme": {"name": "mkdocs"},
+              "plugins": [{"docpilot": {"cache_dir": str(repo.parent / "mike-cache")}}]}
+    (repo / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (repo / "docs").mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "docs@example.com")
+    git(repo, "config", "user.name", "Docs")
+    for version, text, extra in (("1.0", V1, []), ("2.0", V2, ["latest"])):
+        (repo / "docs" / "index.md").write_text(text, encoding="utf-8")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"docs {version}")
+        mike(repo, "deploy", "--alias-type", "redirect", version, *extra)
+    archive = repo.parent / "gh-pages.tar"
+    git(repo, "archive", "-o", str(archive), "gh-pages")
+    out = repo.parent / "published"
+    with tarfile.open(archive) as tar:
+        tar.extractall(out, filter="data")
+    return out
+
+
+def ask(runtime: Runtime, page: str) -> tuple[str, list[str], str]:
+    result = asyncio.run(runtime.ask(AskRequest(question=QUESTION, page=page)))
+    texts = [runtime.site_for(page).bundle.units[runtime.site_for(page).unit_rows[c.id]].text
+             for c in result.citations]
+    return result.bundle_hash, texts, result.kind
+
+
+def resolves(site: Path, prefix: str, url: str) -> bool:
+    """Whether ``url`` (as a citation spells it) under ``prefix`` names a built page that
+    has the anchor: what the widget served from ``prefix`` links to."""
+    path, _, anchor = url.partition("#")
+    page = site / prefix.strip("/") / path.strip("/") / "index.html"
+    return page.is_file() and f'id="{anchor}"' in page.read_text(encoding="utf-8")
+
+
+def test_a_reader_on_a_version_gets_answers_from_that_versions_bundle(
+    versioned_site: Path,
+) -> None:
+    assert json.loads((versioned_site / "versions.json").read_text())[0]["version"] == "2.0"
+    runtime = load_runtime(versioned_site)
+    described = {s.prefix: s.version for s in runtime.sites}
+    assert described == {"/1.0/": "1.0", "/2.0/": "2.0"}, "mike's versions.json names them"
+    old_hash = load_bundle(versioned_site / "1.0").hash
+    new_hash = load_bundle(versioned_site / "2.0").hash
+
+    bundle_hash, texts, kind = ask(runtime, "/2.0/")
+    assert kind == "passages" and bundle_hash == new_hash
+    assert any("Version two" in t for t in texts) and not any("Version one" in t for t in texts)
+    bundle_hash, texts, _kind = ask(runtime, "/1.0/")
+    assert bundle_hash == old_hash and any("Version one" in t for t in texts)
+
+    result = asyncio.run(runtime.ask(AskRequest(question=QUESTION, page="/1.0/")))
+    assert result.citations and all(
+        resolves(versioned_site, "/1.0/", c.url) for c in result.citations
+    )
+
+
+def test_eval_follows_the_version_prefixes(versioned_site: Path, tmp_path: Path) -> None:
+    questions = tmp_path / "questions.jsonl"
+    rows = [{"question": QUESTION, "kind": "answerable", "page": f"/{v}/",
+             "expect_pages": [f"/{v}/"]} for v in ("1.0", "2.0")]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    report = evaluate(evaluation_runtime(versioned_site), load_questions(questions))
+    assert [o.rank for o in report.outcomes] == [1, 1], report.outcomes
+    assert [o.pages[0] for o in report.outcomes] == ["/1.0/", "/2.0/"]
+
+
+def test_a_two_language_site_served_from_its_url_answers_each_language_from_its_bundle(
+    tmp_path: Path,
+) -> None:
+    mkdocs_build(i18n_site(tmp_path, "folder"))
+    site = tmp_path / "site"
+    with StaticHost() as host:
+        host.publish_site(site)
+        settings = Settings(bundle=BundleSettings(url=host.url()))
+        runtime = load_runtime(tmp_path / "empty", settings)
+    assert {(s.prefix, s.language) for s in runtime.sites} == {("/", "en"), ("/de/", "de")}
+    german = asyncio.run(runtime.ask(AskRequest(
+        question="Welche Python-Version wird für den Bau benötigt?", page="/de/guide/")))
+    assert german.bundle_hash == load_bundle(site / "de").hash
+    assert "benötigt" in german.markdown
+    assert german.citations and all(resolves(site, "/de/", c.url) for c in german.citations)
+    english = asyncio.run(runtime.ask(AskRequest(
+        question="Which Python version is required?", page="/guide/")))
+    assert english.bundle_hash == load_bundle(site).hash
