@@ -14,8 +14,8 @@ one OpenAI-compatible provider: the tests' scripted server in this process, wait
 - records lost: turns answered minus turn records in the database once the runtime
   has stopped (its shutdown drains the spool).
 
-The site is example-site (built here); ``--smoke`` uses a three-page site, 100 + 300
-turns and 20 readers. Run: ``.venv/bin/python benchmarks/bench_load.py [--smoke]``.
+The site is example-site (built here); ``--smoke`` uses a three-page site, 60 + 120
+turns and 10 readers. Run: ``.venv/bin/python benchmarks/bench_load.py [--smoke]``.
 """
 
 from __future__ import annotations
@@ -79,10 +79,10 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=200)
     parser.add_argument("--soak", type=int, default=10_000)
     parser.add_argument("--delay", type=float, default=0.2, help="provider seconds per reply")
-    parser.add_argument("--smoke", action="store_true", help="a small site, 100 + 300 turns")
+    parser.add_argument("--smoke", action="store_true", help="a small site, 60 + 120 turns")
     args = parser.parse_args()
     if args.smoke:
-        args.turns, args.readers, args.soak = 100, 20, 300
+        args.turns, args.readers, args.soak = 60, 10, 120
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         site = folder / "site"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,6 +42,14 @@ class SlowChat(OpenAIChatServer):
         # socketserver listens with a backlog of 5: hundreds of connections opened at once
         # would wait on SYN retries. A real provider's front end accepts them.
         self._httpd.socket.listen(1024)
+        report_error = self._httpd.handle_error
+
+        def handle_error(request: Any, client_address: Any) -> None:
+            # A runtime that stops resets its idle keep-alive connections: not a failure.
+            if not isinstance(sys.exc_info()[1], ConnectionResetError):
+                report_error(request, client_address)
+
+        self._httpd.handle_error = handle_error  # type: ignore[method-assign]
 
     def reply_events(self, reply: Reply, number: int, body: dict[str, Any]) -> Iterator[str]:
         self.hold(self.delay)

@@ -125,6 +125,9 @@ def test_a_two_language_site_served_from_its_url_answers_each_language_from_its_
 ) -> None:
     mkdocs_build(i18n_site(tmp_path, "folder"))
     site = tmp_path / "site"
+    root_llms = (site / "llms.txt").read_text(encoding="utf-8")
+    assert root_llms.endswith("## Other languages and versions\n\n- [de](/de/llms.txt)\n")
+    assert "Zwischenspeicher" in (site / "de" / "llms.txt").read_text(encoding="utf-8")
     with StaticHost() as host:
         host.publish_site(site)
         settings = Settings(bundle=BundleSettings(url=host.url()))
