@@ -1,5 +1,6 @@
 """The Starlette app: the built site as static files plus the API (`/api/ask`,
-`/api/health`, `/api/feedback`).
+`/api/health`, `/api/feedback`, and `/api/bundle/reload` when `[bundle]` names a reload
+secret: see `bundle_swap`).
 
 The runtime is loaded once, when the app is created, so a bad bundle stops
 `docpilot serve` at startup with the file and field named instead of failing the
@@ -11,7 +12,7 @@ feedback note never reach a log line or a response header; a pasted credential i
 part of the question, so the same rule keeps it out.
 
 Abuse rules: `/api/ask` counts every accepted question against the rate caps of
-`caps.py` before the turn starts (over a cap: 429 with Retry-After, no model call), and
+`caps.py` (in memory, or `caps_shared` with `[limits] shared`) before the turn starts (over a cap: 429 with Retry-After, no model call), and
 past the daily spend cap turns settle as `passages` with `fallback_reason`. Every
 response carries the headers of `security_headers.py`; dotfiles are never served.
 """
