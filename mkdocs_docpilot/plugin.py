@@ -26,7 +26,8 @@ from docpilot_runtime.api import index_built_site
 from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
 from docpilot_runtime.index.build import BuildError, PageSource, is_excluded, page_url
 from docpilot_runtime.index.cache import resolve_cache_dir
-from docpilot_runtime.index.manifest import bundle_entry, record_bundle
+from docpilot_runtime.index.llms_manifest import link_other_bundles
+from docpilot_runtime.index.manifest import bundle_entry, read_manifest, record_bundle
 from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.schema import OptionsError
 from docpilot_runtime.settings import build_options
@@ -274,4 +275,6 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         language = self.language[1] if self.language else str(config.theme.get("language") or "")
         entry = bundle_entry(root, result.report.path, language, docs_version())
         record_bundle(root, entry)
+        if self.language is not None:
+            link_other_bundles(root, read_manifest(root))  # the root llms.txt links them all
 

@@ -1,116 +1,154 @@
-"""Versioned sites published with mike: each version's build gets its own bundle in its
-folder, named by version in that folder's manifest, and a reader on version 2 is
-answered from version 2's pages, never from version 1's."""
+"""Versioned and multi-language sites as the runtime serves them: two versions deployed by
+mike into one site (as its gh-pages branch lays them out: `1.0/`, `2.0/`, `versions.json`)
+and a two-language mkdocs-static-i18n build served from its URL. A reader on a version's
+or a language's pages gets answers from that bundle; `docpilot eval` follows the same
+prefixes; each citation's URL, resolved under its bundle's prefix, is a page and anchor
+of the built site."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
+from corpora import MKDOCS_ENV, mkdocs_build
+from docpilot_runtime.bundle import load_bundle
+from docpilot_runtime.bundle_source import BundleSettings
+from docpilot_runtime.evaluation import evaluate, evaluation_runtime, load_questions
+from docpilot_runtime.settings import Settings
+from docpilot_runtime.turn import Runtime, load_runtime
+from docpilot_runtime.types import AskRequest
+from servers.static_host import StaticHost
+from test_languages import _site as i18n_site
 
-V1 = (
-    "# Retries\n\n## Retrying requests\n\nSet `retries: 3` in the client section to retry "
-    "a failed request up to three times, with a fixed pause of one second between tries.\n"
-)
-V2 = (
-    "# Retries\n\n## Retrying requests\n\nVersion 2 replaced `retries` with `retry_policy`: "
-    "set `retry_policy: exponential` to back off between tries, doubling the pause each time.\n"
-)
-
-
-def _git(repo: Path, *args: str) -> None:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    }
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+V1 = ("# Storage\n\nWhere DocPilot keeps its files.\n\n## Embedding cache\n\n"
+      "Version one keeps the embedding cache in the project folder under .cache/docpilot, "
+      "which mkdocs build --clean removes.\n")
+V2 = ("# Storage\n\nWhere DocPilot keeps its files.\n\n## Embedding cache\n\n"
+      "Version two keeps the embedding cache in the user cache directory under "
+      "XDG_CACHE_HOME, which no clean build removes.\n")
+QUESTION = "Where is the embedding cache kept?"
 
 
-def _mike(repo: Path, *args: str) -> None:
-    bin_dir = str(Path(sys.executable).parent)  # mike runs `mkdocs` from PATH
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
-        "NO_MKDOCS_2_WARNING": "1",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    }
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("mike")), *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, f"mike {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
-def _ask(site: Path, question: str, page: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-m", "docpilot_runtime.cli", "ask", str(site)],
-        input=json.dumps({"question": question, "page": page}) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout.splitlines()[0])
-    return result
+def mike(repo: Path, *args: str) -> None:
+    """mike's own command (it runs `mkdocs build` from PATH: this interpreter's)."""
+    scripts = Path(sys.executable).parent
+    env = {**MKDOCS_ENV, "PATH": f"{scripts}{os.pathsep}{MKDOCS_ENV.get('PATH', '')}"}
+    done = subprocess.run([str(scripts / "mike"), *args], cwd=repo, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.timeout(600)
-def test_mike_versions_get_their_own_bundles_and_answers(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    (repo / "docs").mkdir(parents=True)
-    config = {
-        "site_name": "Versions",
-        "site_url": "https://docs.example/",
-        "theme": {"name": "material"},
-        "extra": {"version": {"provider": "mike"}},
-        "plugins": [
-            "search",
-            {"docpilot": {"embedder": "none", "cache_dir": str(tmp_path / "cache")}},
-        ],
-    }
-    (repo / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    _git(repo, "init", "-q", "-b", "main")
-    for version, text in (("1.0", V1), ("2.0", V2)):
+@pytest.fixture(scope="module")
+def versioned_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Versions 1.0 and 2.0 (alias latest) deployed by mike, checked out of gh-pages."""
+    repo = tmp_path_factory.mktemp("mike")
+    config = {"site_name": "Versions", "theme": {"name": "mkdocs"},
+              "plugins": [{"docpilot": {"cache_dir": str(repo.parent / "mike-cache")}}]}
+    (repo / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (repo / "docs").mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "docs@example.com")
+    git(repo, "config", "user.name", "Docs")
+    for version, text, extra in (("1.0", V1, []), ("2.0", V2, ["latest"])):
         (repo / "docs" / "index.md").write_text(text, encoding="utf-8")
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", f"docs {version}")
-        _mike(repo, "deploy", version)
-    # What GitHub Pages would serve: the gh-pages branch, checked out.
-    served = tmp_path / "served"
-    served.mkdir()
-    archive = subprocess.run(
-        ["git", "archive", "gh-pages"], cwd=repo, check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(served)], input=archive, check=True)
-    assert json.loads((served / "versions.json").read_text())[0]["version"] == "2.0"
-    manifests = {}
-    for version in ("1.0", "2.0"):
-        manifest = json.loads((served / version / "docpilot" / "manifest.json").read_text())
-        (row,) = manifest["bundles"]
-        manifests[version] = row
-        assert (row["prefix"], row["version"], row["language"]) == ("/", version, "en")
-        assert (served / version / row["bundle"]).is_file()
-    assert not (served / "docpilot").exists(), "mike keeps every bundle in its version's folder"
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"docs {version}")
+        mike(repo, "deploy", "--alias-type", "redirect", version, *extra)
+    archive = repo.parent / "gh-pages.tar"
+    git(repo, "archive", "-o", str(archive), "gh-pages")
+    out = repo.parent / "published"
+    with tarfile.open(archive) as tar:
+        tar.extractall(out, filter="data")
+    return out
 
-    question = "How do I retry failed requests with a backoff?"
-    words = {"1.0": "fixed pause of one second", "2.0": "doubling the pause"}
-    for version, other in (("1.0", "2.0"), ("2.0", "1.0")):
-        result = _ask(served, question, f"/{version}/")
-        assert result["kind"] == "passages" and result["citations"], result
-        assert result["bundle_hash"] == manifests[version]["sha256"]
-        assert words[version] in result["markdown"] and words[other] not in result["markdown"]
-    shutil.rmtree(repo)
+
+def ask(runtime: Runtime, page: str) -> tuple[str, list[str], str]:
+    result = asyncio.run(runtime.ask(AskRequest(question=QUESTION, page=page)))
+    texts = [runtime.site_for(page).bundle.units[runtime.site_for(page).unit_rows[c.id]].text
+             for c in result.citations]
+    return result.bundle_hash, texts, result.kind
+
+
+def resolves(site: Path, prefix: str, url: str) -> bool:
+    """Whether ``url`` (as a citation spells it) under ``prefix`` names a built page that
+    has the anchor: what the widget served from ``prefix`` links to."""
+    path, _, anchor = url.partition("#")
+    page = site / prefix.strip("/") / path.strip("/") / "index.html"
+    return page.is_file() and f'id="{anchor}"' in page.read_text(encoding="utf-8")
+
+
+def test_a_reader_on_a_version_gets_answers_from_that_versions_bundle(
+    versioned_site: Path,
+) -> None:
+    assert json.loads((versioned_site / "versions.json").read_text())[0]["version"] == "2.0"
+    runtime = load_runtime(versioned_site)
+    described = {s.prefix: s.version for s in runtime.sites}
+    assert described == {"/1.0/": "1.0", "/2.0/": "2.0"}, "mike's versions.json names them"
+    old_hash = load_bundle(versioned_site / "1.0").hash
+    new_hash = load_bundle(versioned_site / "2.0").hash
+
+    bundle_hash, texts, kind = ask(runtime, "/2.0/")
+    assert kind == "passages" and bundle_hash == new_hash
+    assert any("Version two" in t for t in texts) and not any("Version one" in t for t in texts)
+    bundle_hash, texts, _kind = ask(runtime, "/1.0/")
+    assert bundle_hash == old_hash and any("Version one" in t for t in texts)
+
+    result = asyncio.run(runtime.ask(AskRequest(question=QUESTION, page="/1.0/")))
+    assert result.citations and all(
+        resolves(versioned_site, "/1.0/", c.url) for c in result.citations
+    )
+
+
+def test_eval_follows_the_version_prefixes(versioned_site: Path, tmp_path: Path) -> None:
+    questions = tmp_path / "questions.jsonl"
+    rows = [{"question": QUESTION, "kind": "answerable", "page": f"/{v}/",
+             "expect_pages": [f"/{v}/"]} for v in ("1.0", "2.0")]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    report = evaluate(evaluation_runtime(versioned_site), load_questions(questions))
+    assert [o.rank for o in report.outcomes] == [1, 1], report.outcomes
+    assert [o.pages[0] for o in report.outcomes] == ["/1.0/", "/2.0/"]
+
+
+def test_a_two_language_site_served_from_its_url_answers_each_language_from_its_bundle(
+    tmp_path: Path,
+) -> None:
+    mkdocs_build(i18n_site(tmp_path, "folder"))
+    site = tmp_path / "site"
+    root_llms = (site / "llms.txt").read_text(encoding="utf-8")
+    assert root_llms.endswith("## Other languages and versions\n\n- [de](/de/llms.txt)\n")
+    assert "Zwischenspeicher" in (site / "de" / "llms.txt").read_text(encoding="utf-8")
+    with StaticHost() as host:
+        host.publish_site(site)
+        settings = Settings(bundle=BundleSettings(url=host.url()))
+        runtime = load_runtime(tmp_path / "empty", settings)
+    assert {(s.prefix, s.language) for s in runtime.sites} == {("/", "en"), ("/de/", "de")}
+    german = asyncio.run(runtime.ask(AskRequest(
+        question="Welche Python-Version wird für den Bau benötigt?", page="/de/guide/")))
+    assert german.bundle_hash == load_bundle(site / "de").hash
+    assert "benötigt" in german.markdown
+    assert german.citations and all(resolves(site, "/de/", c.url) for c in german.citations)
+    english = asyncio.run(runtime.ask(AskRequest(
+        question="Which Python version is required?", page="/guide/")))
+    assert english.bundle_hash == load_bundle(site).hash
+
+
+def test_a_mike_build_names_its_version_in_its_folders_manifest(versioned_site: Path) -> None:
+    """The plugin reads the version mike is deploying (``MIKE_DOCS_VERSION``) into the
+    manifest it writes in that version's folder."""
+    for version in ("1.0", "2.0"):
+        manifest = json.loads((versioned_site / version / "docpilot" / "manifest.json").read_text())
+        (row,) = manifest["bundles"]
+        assert (row["prefix"], row["version"]) == ("/", version)
+        assert (versioned_site / version / row["bundle"]).is_file()
+    assert not (versioned_site / "docpilot" / "bundle.msgpack").exists()

@@ -1,5 +1,6 @@
 """The Starlette app: the built site as static files plus the API (`/api/ask`,
-`/api/health`, `/api/feedback`).
+`/api/health`, `/api/feedback`, and `/api/bundle/reload` when `[bundle]` names a reload
+secret: see `bundle_swap`).
 
 The runtime is loaded once, when the app is created, so a bad bundle stops
 `docpilot serve` at startup with the file and field named instead of failing the
@@ -11,8 +12,9 @@ feedback note never reach a log line or a response header; a pasted credential i
 part of the question, so the same rule keeps it out.
 
 Abuse rules: `/api/ask` counts every accepted question against the rate caps of
-`caps.py` before the turn starts (over a cap: 429 with Retry-After, no model call), and
-past the daily spend cap turns settle as `passages` with `fallback_reason`. Every
+`caps.py` (in memory, or `caps_shared` with `[limits] shared`) before the turn starts
+(over a cap: 429 with Retry-After, no model call), and past the daily spend cap turns
+settle as `passages` with `fallback_reason`. Every
 response carries the headers of `security_headers.py`; dotfiles are never served.
 """
 
@@ -45,7 +47,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import precompressed
+from .bundle_swap import RELOAD_PATH, BundleSwapper, reload_endpoint, reload_secret
 from .caps import Caps, MemoryCaps, client_address
+from .caps_shared import DatabaseCaps
 from .disconnect import cancel_on_disconnect, cancel_once, unless_disconnected
 from .highlight import highlight_result
 from .mcp_server import MCP_PATH, http_mount
@@ -581,6 +585,10 @@ def build_app(
         Route("/health", health, methods=["GET"]),
         Route("/feedback", feedback, methods=["POST"]),
     ]
+    swapper = BundleSwapper(runtime)
+    secret = reload_secret(runtime)  # a missing secret stops start-up, naming the variable
+    if secret is not None:  # a pipeline's signed request swaps in the published bundles
+        api.append(Route(RELOAD_PATH, reload_endpoint(swapper, secret), methods=["POST"]))
     # /api is its own mount so an unknown API path is a 404 and a wrong method a 405
     # there, instead of falling through to the static files.
     routes: list[Route | Mount] = [Mount("/api", routes=api)]
@@ -594,7 +602,8 @@ def build_app(
     if settings.metrics.enabled:  # a named but unset token variable fails here, at start
         endpoint = metrics_endpoint(metrics, settings.metrics.token())
         routes.append(Route("/metrics", endpoint, methods=["GET"]))
-    mcp = http_mount(runtime)  # None (and said so at start-up) without the mcp extra
+    # /mcp counts against the app's caps, read per call (shared caps open with the lifespan).
+    mcp = http_mount(runtime, caps=lambda: app.state.caps)  # None without the mcp extra
     if mcp is not None:
         routes.append(Route(MCP_PATH, endpoint=mcp.app, methods=["GET", "POST", "DELETE"]))
     routes.append(Mount("/", app=SiteFiles(directory=Path(site_dir), html=True), name="site"))
@@ -617,9 +626,19 @@ def build_app(
             base = Path(settings.source).parent if settings.source else None
             runtime.recorder = Recorder(settings.records, base, webhooks=settings.webhooks)
             await runtime.recorder.start()
-        async with mcp.lifespan() if mcp is not None else contextlib.nullcontext():
+        shared = None
+        if caps is None and settings.caps.shared:  # every worker counts against one cap
+            base = Path(settings.source).parent if settings.source else None
+            shared = DatabaseCaps(settings.caps, settings.records.sqlite_path(base))
+            app.state.caps = shared
+        async with (
+            mcp.lifespan() if mcp is not None else contextlib.nullcontext(),
+            swapper.polling(),
+        ):
             yield
         await runtime.settle(SETTLE_SECONDS)  # second opinions still being asked
+        if shared is not None:
+            await shared.aclose()
         if runtime.recorder is not None:
             await runtime.recorder.aclose()
             runtime.recorder = None
@@ -632,6 +651,7 @@ def build_app(
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    app.state.bundles = swapper
     app.state.feedback = FeedbackStore()
     app.state.caps = caps if caps is not None else MemoryCaps(settings.caps)
     return app

@@ -1,8 +1,8 @@
 """Rate caps and the daily spend bound of the public endpoint, for one process.
 
 `Caps` is the interface the HTTP app talks to; `MemoryCaps` keeps the counts in this
-process. Several processes serving one site will share them through the database (the
-operations issue) by giving the app another `Caps`; nothing else changes.
+process. Several processes serving one site share them through the records database
+with `caps_shared.DatabaseCaps` (`[limits] shared = true`); nothing else changes.
 
 Rates are token buckets: a cap of N answers per minute lets a burst of N through, then
 one every 60/N seconds, so "N per minute" holds over any minute-long window. A bucket
@@ -44,6 +44,7 @@ class LimitSettings:
     public_usage: bool = False  # results over HTTP carry `usage` (provider, model, cost)
     body_read_seconds: float = 10.0  # a request body must arrive within this time
     max_connections: int = 200  # uvicorn's limit_concurrency: past it, 503
+    shared: bool = False  # caps and spend kept in the records database (caps_shared)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,10 @@ class Caps(Protocol):
 
     async def admit(self, site: str, client: str) -> Admission:
         """Count one answer against the site's and the client's caps, or refuse it."""
+        ...
+
+    async def admit_calls(self, client: str, per_minute: int) -> Admission:
+        """Count one tool call (MCP) against the client's call cap, or refuse it."""
         ...
 
     async def spend_exhausted(self) -> bool:
@@ -142,6 +147,7 @@ class MemoryCaps:
         self.wall = wall  # for the spend day
         self.sites = TokenBuckets(settings.answers_per_minute)
         self.clients = TokenBuckets(settings.answers_per_minute_per_client)
+        self.calls: dict[int, TokenBuckets] = {}  # MCP tool calls, by cap size
         self.day = ""
         self.spent = 0
 
@@ -159,6 +165,15 @@ class MemoryCaps:
             return Admission(False, max(1, math.ceil(refused[cap])), cap)
         self.clients.take(client, now)
         self.sites.take(site, now)
+        return Admission(True)
+
+    async def admit_calls(self, client: str, per_minute: int) -> Admission:
+        buckets = self.calls.setdefault(per_minute, TokenBuckets(per_minute))
+        now = self.clock()
+        seconds = buckets.wait(client, now)
+        if seconds > 0:
+            return Admission(False, max(1, math.ceil(seconds)), "calls")
+        buckets.take(client, now)
         return Admission(True)
 
     def _today(self) -> None:

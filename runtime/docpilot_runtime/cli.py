@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from .evaluation import EvalError
 from .index.build import BuildError
 from .records import RecordsError
 from .schema import OptionsError
-from .settings import Settings, SettingsError, load_settings
+from .settings import CONFIG_ENV, Settings, SettingsError, load_settings
 from .static_assets import BrowserRuntimeError, fetch_browser_runtime
 from .turn import Runtime
 from .types import RequestError, Result, parse_ask_request
@@ -38,23 +39,46 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def serve(
-    site_dir: str | Path, settings: Settings, host: str = "127.0.0.1", port: int = 8000
+    site_dir: str | Path,
+    settings: Settings,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
 ) -> None:
     """Serve the built site and the API until interrupted. The runtime loads before
-    uvicorn binds, so a bad bundle or settings file fails here, before any request."""
+    uvicorn binds, so a bad bundle or settings file fails here, before any request.
+    With ``workers`` > 1, that many processes share the port and one set of caps."""
     # Imported here so `docpilot index` and `ask` do not pay for the web stack.
     import uvicorn
 
     from .serving import guard_logs, uvicorn_config
 
-    config = uvicorn_config(create_app(site_dir, settings), settings, host, port)
+    app = create_app(site_dir, settings)  # fails here, naming the file, before any worker
+    if workers > 1:
+        from .asgi import SHARED_CAPS_ENV, SITE_ENV
+
+        os.environ[SITE_ENV] = str(Path(site_dir).resolve())
+        os.environ[SHARED_CAPS_ENV] = "1"
+        if settings.source:
+            os.environ[CONFIG_ENV] = str(Path(settings.source).resolve())
+        del app
+        options = uvicorn_config(None, settings, host, port).__dict__
+        keep = ("proxy_headers", "limit_concurrency", "h11_max_incomplete_event_size",
+                "timeout_keep_alive", "server_header", "log_level")
+        with contextlib.suppress(KeyboardInterrupt):
+            uvicorn.run(
+                "docpilot_runtime.asgi:app_from_env", host=host, port=port, factory=True,
+                workers=workers, **{key: options[key] for key in keep},
+            )
+        return
+    config = uvicorn_config(app, settings, host, port)
     guard_logs()
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it is meant to stop
         uvicorn.Server(config).run()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    serve(args.site_dir, _settings(args), host=args.host, port=args.port)
+    serve(args.site_dir, _settings(args), host=args.host, port=args.port, workers=args.workers)
     return 0
 
 
@@ -240,6 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
     serve.add_argument("--config", help="runtime settings file (TOML)")
+    serve.add_argument(
+        "--workers", type=int, default=1,
+        help="worker processes (default 1); several share the caps through the records database",
+    )
     serve.set_defaults(run=cmd_serve)
 
     ask = verbs.add_parser("ask", help="one turn in the terminal, or JSON lines on stdin")

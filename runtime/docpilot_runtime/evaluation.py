@@ -290,8 +290,14 @@ def ranked_pages(ranked: Sequence[str]) -> list[str]:
     return pages
 
 
-def outcome(question: EvalQuestion, result: dict[str, Any]) -> Outcome:
-    pages = ranked_pages(result.get("ranked") or [])
+def under_prefix(page: str, prefix: str) -> str:
+    """A sub-site bundle's page URL (``/guide/`` in the bundle under ``/de/``) as the site
+    root spells it (``/de/guide/``), which is how question files name expected pages."""
+    return page if prefix in ("", "/") else "/" + prefix.strip("/") + page
+
+
+def outcome(question: EvalQuestion, result: dict[str, Any], prefix: str = "/") -> Outcome:
+    pages = [under_prefix(p, prefix) for p in ranked_pages(result.get("ranked") or [])]
     rank = next((i + 1 for i, p in enumerate(pages) if p in question.expect_pages), None)
     return Outcome(
         question=question.question,
@@ -442,11 +448,13 @@ async def evaluate_async(
     runtime: Any, questions: Sequence[EvalQuestion], with_context: bool = False,
     mode: str = "bundle",
 ) -> Report:
-    """Ask every question as one turn of ``runtime`` (a `turn.Runtime`) and summarise."""
+    """Ask every question as one turn of ``runtime`` (a `turn.Runtime`) and summarise.
+    A question's ``page`` picks the bundle (the manifest's language or version prefix)."""
     outcomes = []
     for question in questions:
         result = await runtime.ask(question.request(with_context))
-        outcomes.append(outcome(question, result.to_dict()))
+        prefix = runtime.site_for(question.page).prefix
+        outcomes.append(outcome(question, result.to_dict(), prefix))
     return summarise(outcomes, mode)
 
 

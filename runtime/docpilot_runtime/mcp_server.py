@@ -9,23 +9,27 @@ transports are a few lines each.
 Every string argument passes the credential check first: a call carrying a credential
 is refused, and no log line ever carries argument text (only the tool's name and the
 outcome). Every call also passes ``limit(client)``, the rate cap hook: `CallCap` is the
-in-process per-client cap used here; the HTTP app can hand in its own.
+in-process per-client cap of `docpilot mcp`; the HTTP app hands in its `Caps` (memory, or
+shared through the database), so `/mcp` counts calls per client like `/api/ask` counts
+answers, and the `ask` tool takes an answer from the same caps and spend bound.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .caps import Caps
 from .credentials import find_credential
 from .index.llms_txt import site_link
 from .providers import ToolCall
@@ -42,7 +46,9 @@ DEFAULT_CALLS_PER_MINUTE = 120
 STDIO_CLIENT = "stdio"  # one process serves one stdio session
 HINT = "pip install 'mkdocs-docpilot[mcp]'"
 
-Limit = Callable[[str], bool]  # True when the client may make one more call now
+# True when the client may make one more call now (a coroutine for shared caps).
+Limit = Callable[[str], bool | Awaitable[bool]]
+CapsSource = Callable[[], Caps]  # the app's caps, read per call (they open with its lifespan)
 
 ASK_TOOL = (
     "Ask the documentation a question. Returns the validated answer with its citations "
@@ -111,11 +117,21 @@ def _schema(properties: Mapping[str, Any]) -> dict[str, Any]:
 class DocsTools:
     """The MCP tools over one runtime's root site; transports call `call`."""
 
-    def __init__(self, runtime: Runtime, limit: Limit | None = None) -> None:
+    def __init__(
+        self, runtime: Runtime, limit: Limit | None = None, caps: CapsSource | None = None
+    ) -> None:
         self.runtime = runtime
-        self.site: Site = runtime.site_for(None)
-        self.site_url = self.site.bundle.site.url
         self.limit = limit or CallCap()
+        self.caps = caps  # answers of the `ask` tool count against these, when given
+
+    @property
+    def site(self) -> Site:
+        # Read per call: a bundle swap replaces the runtime's sites.
+        return self.runtime.site_for(None)
+
+    @property
+    def site_url(self) -> str:
+        return self.site.bundle.site.url
 
     def specs(self) -> list[tuple[str, str, dict[str, Any]]]:
         """(name, description, input schema) of every tool this server offers."""
@@ -129,13 +145,13 @@ class DocsTools:
             out.append(("ask", ASK_TOOL, _schema({"question": {"type": "string"}})))
         return out
 
-    def _section(self, row: int) -> dict[str, Any]:
-        unit = self.site.bundle.units[row]
+    def _section(self, site: Site, row: int) -> dict[str, Any]:
+        unit = site.bundle.units[row]
         return {
             "id": unit.id,
             "title": unit.title,
             "breadcrumb": list(unit.breadcrumb),
-            "url": site_link(unit.url, self.site_url),
+            "url": site_link(unit.url, site.bundle.site.url),
             "text": unit.text,
         }
 
@@ -175,7 +191,8 @@ class DocsTools:
         for key in allowed:
             if not isinstance(args.get(key), str):
                 return ToolReply.failure(f"{name} needs {key!r} as a string")
-        if not self.limit(client):
+        allowed = self.limit(client)
+        if not (await allowed if inspect.isawaitable(allowed) else allowed):
             return ToolReply.failure("rate cap reached for this client; try again in a minute")
         limit = self.runtime.settings.limits.max_question_chars
         for key in ("query", "question"):
@@ -186,14 +203,15 @@ class DocsTools:
         if name == "search_docs":
             return await self._search(args["query"])
         if name == "ask":
-            return await self._ask(args["question"])
+            return await self._ask(args["question"], client)
         if "id" in args and self.site_url and args["id"].startswith(self.site_url.rstrip("/")):
             args["id"] = args["id"][len(self.site_url.rstrip("/")) :]  # a section URL given as id
         return await self._model_tool(name, args)
 
     async def _search(self, query: str) -> ToolReply:
         # The turn's own stage 3: hybrid retrieval, then the calibrated gate.
-        retrieval = await asyncio.to_thread(self.site.retrieve, AskRequest(question=query))
+        site = self.site  # one bundle for the whole call, even if a swap lands meanwhile
+        retrieval = await asyncio.to_thread(site.retrieve, AskRequest(question=query))
         common = {"confidence": retrieval.confidence, "retriever": retrieval.retriever}
         if not retrieval.passed:
             closest = [self._page(p.url, p.title) for p in retrieval.closest_pages()]
@@ -205,14 +223,16 @@ class DocsTools:
                     **common,
                 }
             )
-        rows = [self.site.unit_rows[u.id] for u in retrieval.shown_units()]
-        return ToolReply({"covered": True, "sections": [self._section(r) for r in rows], **common})
+        rows = [site.unit_rows[u.id] for u in retrieval.shown_units()]
+        sections = [self._section(site, r) for r in rows]
+        return ToolReply({"covered": True, "sections": sections, **common})
 
     async def _model_tool(self, name: str, args: dict[str, Any]) -> ToolReply:
         # The answer loop's own tools (one owner): a fresh TurnTools per call, so the
         # per-turn expand limit does not carry over between an agent's calls, and every
         # section it hands out is spelled out (its `emitted` record says which, in order).
-        tools = TurnTools(self.site)
+        site = self.site
+        tools = TurnTools(site)
         observation = await tools.run(ToolCall("mcp", name, args, ""))
         if observation.startswith("error: "):
             return ToolReply.failure(observation.removeprefix("error: "))
@@ -223,14 +243,27 @@ class DocsTools:
                 if sep:
                     pages.append(self._page(url, title))
             return ToolReply({"pages": pages})
-        rows = [self.site.unit_rows[i] for i in tools.emitted if i in self.site.unit_rows]
-        data: dict[str, Any] = {"sections": [self._section(r) for r in rows]}
+        rows = [site.unit_rows[i] for i in tools.emitted if i in site.unit_rows]
+        data: dict[str, Any] = {"sections": [self._section(site, r) for r in rows]}
         if not rows:
             data["message"] = observation.strip("()")
         return ToolReply(data)
 
-    async def _ask(self, question: str) -> ToolReply:
-        result = await self.runtime.ask(AskRequest(question=question))
+    async def _ask(self, question: str, client: str) -> ToolReply:
+        caps = self.caps() if self.caps is not None else None
+        over_budget = False
+        if caps is not None:
+            admission = await caps.admit(self.site.prefix, client)
+            if not admission.allowed:
+                return ToolReply.failure(
+                    f"answer cap reached ({admission.cap}); try again in "
+                    f"{admission.retry_after} s",
+                    retry_after=admission.retry_after,
+                )
+            over_budget = await caps.spend_exhausted()
+        result = await self.runtime.ask(AskRequest(question=question), models=not over_budget)
+        if caps is not None and result.usage:
+            await caps.record_spend(int(result.usage.get("cost_micro_usd") or 0))
         return ToolReply(
             {
                 "kind": result.kind,
@@ -320,8 +353,11 @@ class HttpMount:
     lifespan: Callable[[], AbstractAsyncContextManager[None]]
 
 
-def http_mount(runtime: Runtime, limit: Limit | None = None) -> HttpMount | None:
-    """Streamable HTTP for the app at MCP_PATH, or None (logged) without the mcp extra."""
+def http_mount(
+    runtime: Runtime, limit: Limit | None = None, caps: CapsSource | None = None
+) -> HttpMount | None:
+    """Streamable HTTP for the app at MCP_PATH, or None (logged) without the mcp extra.
+    With ``caps`` (the app's), every call and the `ask` tool's answers count there."""
     if not mcp_installed():
         log.info(
             "MCP endpoint %s not served: the mcp extra is not installed (%s)",
@@ -335,7 +371,15 @@ def http_mount(runtime: Runtime, limit: Limit | None = None) -> HttpMount | None
     )
     from mcp.server.transport_security import TransportSecuritySettings
 
-    server = build_server(DocsTools(runtime, limit))
+    if limit is None and caps is not None:
+        source = caps
+
+        async def limit_calls(client: str) -> bool:
+            admission = await source().admit_calls(client, DEFAULT_CALLS_PER_MINUTE)
+            return admission.allowed
+
+        limit = limit_calls
+    server = build_server(DocsTools(runtime, limit, caps))
     # The tools hand out only the public site's own text, like /api/ask, which has no
     # host check either; a fixed host list would break every real deployment.
     manager = StreamableHTTPSessionManager(

@@ -285,6 +285,8 @@ class Site:
     bundle: Bundle
     searcher: Searcher
     embedder_error: str | None = None
+    language: str = ""  # from the manifest, "" when unknown
+    version: str = ""  # the docs version (a manifest or mike's versions.json), "" for none
     page_units: dict[str, list[int]] = field(init=False, repr=False)
     unit_rows: dict[str, int] = field(init=False, repr=False)  # unit id -> row
     _cognates: Cognates | None = field(init=False, repr=False, default=None)
@@ -314,6 +316,8 @@ class Site:
         embedder = self.bundle.embedder
         return {
             "prefix": self.prefix,
+            "language": self.language,
+            "version": self.version,
             "bundle_version": self.bundle.version,
             "bundle_hash": self.bundle.hash,
             "units": len(self.bundle.units),

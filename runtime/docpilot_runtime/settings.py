@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .answer_settings import AnswerSettings
+from .bundle_source import BundleSettings, check_url
 from .caps import LimitSettings, parse_networks
 from .embedder_settings import QueryEmbedderSettings
 from .index.options import IndexOptions, index_options
@@ -55,6 +56,7 @@ class Settings:
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
     second_opinion: SecondOpinionSettings = field(default_factory=SecondOpinionSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    bundle: BundleSettings = field(default_factory=BundleSettings)
 
 
 def _table(raw: Mapping[str, Any], name: str, file: Path) -> dict[str, Any]:
@@ -150,6 +152,7 @@ def parse_settings(raw: Mapping[str, Any], file: Path) -> Settings:
             webhooks=_webhooks(raw, file),
             second_opinion=_second_opinion(raw, file),
             metrics=MetricsSettings(**_table(raw, "metrics", file)),
+            bundle=_bundle(raw, file),
         )
     except ValueError as exc:  # OptionsError, or a trusted proxy that is no address
         raise SettingsError(str(exc)) from None
@@ -193,6 +196,17 @@ def _second_opinion(raw: Mapping[str, Any], file: Path) -> SecondOpinionSettings
             f"{count} [[providers]] entr{'y is' if count == 1 else 'ies are'} configured"
         )
     return checked
+
+
+def _bundle(raw: Mapping[str, Any], file: Path) -> BundleSettings:
+    checked = _table(raw, "bundle", file)
+    url = checked.get("url", "")
+    if url:
+        try:
+            check_url(url, checked.get("allow_http", False))
+        except ValueError as exc:
+            raise OptionsError(f"{file} {exc}") from None
+    return BundleSettings(**checked)
 
 
 def _headers(raw: Mapping[str, Any], file: Path) -> HeaderSettings:

@@ -15,6 +15,7 @@ from pathlib import Path
 from .schema import Key, markdown_table
 from .settings_schema import (
     ANSWER,
+    BUNDLE,
     EMBEDDER,
     HEADERS,
     INDEX,
@@ -41,6 +42,7 @@ TABLES: dict[str, tuple[tuple[Key, ...], bool]] = {
     "webhooks": (WEBHOOKS.keys, False),
     "second-opinion": (SECOND_OPINION.keys, False),
     "metrics": (METRICS.keys, False),
+    "bundle": (BUNDLE.keys, False),
     "providers": (PROVIDER.keys, False),
     "embedder": (EMBEDDER.keys, False),
     "answer": (ANSWER.keys, False),

@@ -76,10 +76,11 @@ LIMITS = Table(
         Key("answers_per_minute", "int", 120, "answers per minute for each site (URL prefix), every kind counted; past it `429` with `Retry-After`; 0 = no cap", low=0),
         Key("answers_per_minute_per_client", "int", 20, "answers per minute for one client address; 0 = no cap", low=0),
         Key("trusted_proxies", "strings", (), "addresses or CIDR networks of reverse proxies whose `X-Forwarded-For` is believed; empty believes none", type_doc="list of addresses"),
-        Key("daily_spend_micro_usd", "int", 0, "model spend per UTC day for the whole process, in micro-USD (1,000,000 = 1 USD); once reached, turns settle as `passages` with `fallback_reason: spend_cap`; 0 = no cap", low=0),
+        Key("daily_spend_micro_usd", "int", 0, "model spend per UTC day for the whole process (every process with `shared`), in micro-USD (1,000,000 = 1 USD); once reached, turns settle as `passages` with `fallback_reason: spend_cap`; 0 = no cap", low=0),
         Key("public_usage", "bool", False, "results over HTTP carry `usage` (provider, model, tokens, cost); off, it is `null` there and kept in the log"),
         Key("body_read_seconds", "number", 10.0, "a request body must arrive within this many seconds, else `408`", low=0.1),
         Key("max_connections", "int", 200, "connections `docpilot serve` handles at once; past it, `503`", low=1),
+        Key("shared", "bool", False, "keep the caps and the day's spend in the records database (the `[records]` SQLite file, or PostgreSQL when `DOCPILOT_DATABASE_URL` is set), so every process serving the site counts against one cap: set it for `uvicorn --workers N` or several hosts (`docpilot serve --workers N` sets it); while the database is unreachable each process counts alone"),
     ),
 )
 
@@ -129,6 +130,18 @@ METRICS = Table(
     (
         Key("enabled", "bool", False, "serve Prometheus metrics at `GET /metrics` (turns by kind, stage latencies, provider errors, cap hits, queue depths)"),
         Key("token_env", "str", "", "name of the environment variable holding a bearer token `/metrics` requires; empty requires none (keep it off the public path then)", pattern=ENV_NAME, type_doc="string"),
+    ),
+)
+
+BUNDLE = Table(
+    "[bundle]",
+    (
+        Key("url", "str", "", "load the bundles from the published site instead of the site folder: its root (`https://docs.example.com/`, read through `docpilot/manifest.json`), the manifest's URL, or one `docpilot/bundle.msgpack`", prefixes=HTTP),
+        Key("poll_seconds", "number", 0.0, "ask the URL for a newer manifest (or bundle) this often, with `If-None-Match`; a changed one is checked and swapped in; 0 = never poll", low=0),
+        Key("reload_secret_env", "str", "", "name of the environment variable holding the secret a pipeline signs `POST /api/bundle/reload` with (HMAC-SHA256); empty = no reload endpoint", pattern=ENV_NAME, type_doc="string"),
+        Key("allow_http", "bool", False, "accept an `http://` URL on a host other than loopback (only behind a network you trust)"),
+        Key("max_bytes", "int", 268_435_456, "largest bundle or manifest accepted, in bytes", low=1024),
+        Key("timeout", "seconds", 30.0, "seconds allowed for each download"),
     ),
 )
 
@@ -225,6 +238,7 @@ TABLES: dict[str, tuple[Table, bool]] = {
     "webhooks": (WEBHOOKS, False),
     "second_opinion": (SECOND_OPINION, False),
     "metrics": (METRICS, False),
+    "bundle": (BUNDLE, False),
     "social": (SOCIAL, False),
     "index": (Table("[index]", INDEX.keys + WIDGET.keys), False),
 }

@@ -9,7 +9,8 @@
    the best excerpts, each cited.
 
 `Runtime` holds the loaded sites (one bundle each) and answers `AskRequest`s; the HTTP
-app, the CLI and the tests all go through `Runtime.ask`.
+app, the CLI and the tests all go through `Runtime.ask`. A turn picks its `Site` once,
+at its start, so a bundle swap (`bundle_swap`) never changes the bundle under it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 import httpx
 
 from .answer import Answer, ask_providers
-from .bundle import BUNDLE_DIR, BUNDLE_NAME
+from .bundle_source import BundleSource, load_sites
 from .framing import Framing, framing_for
 from .memory import build_memory, render_memory
 from .metrics import RuntimeMetrics
@@ -35,7 +36,6 @@ from .records.schema import VerdictRecord
 from .retrieval import Site, new_turn_id, opening_result, passages_result, refusal_result
 from .second_opinion import second_opinion
 from .settings import Settings
-from .site_loader import load_site
 from .types import AskRequest, Result
 from .validate import Piece
 
@@ -69,6 +69,7 @@ class Runtime:
     metrics: RuntimeMetrics | None = None  # set by the app; counts turns and stage latencies
     # Second opinions still being asked (after their turns were answered).
     _checks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
+    source: BundleSource | None = None  # where `sites` came from, for a reload (bundle_swap)
 
     def __post_init__(self) -> None:
         if self.http is None and any(site.bundle.tools for site in self.sites):
@@ -235,27 +236,15 @@ class Runtime:
         return passages_result(request.question, retrieval.shown_units(), common, framing)
 
 
-def find_bundles(site_dir: Path) -> list[tuple[str, Path]]:
-    """The site's own bundle plus any in sub-sites (versions, languages built as separate
-    sites and deployed under a prefix), as (URL prefix, site dir)."""
-    found = []
-    for bundle in sorted(site_dir.rglob(f"{BUNDLE_DIR}/{BUNDLE_NAME}")):
-        sub = bundle.parent.parent
-        rel = sub.relative_to(site_dir).as_posix()
-        found.append(("/" if rel == "." else f"/{rel}/", sub))
-    return found
-
-
 def load_runtime(site_dir: str | Path, settings: Settings | None = None) -> Runtime:
-    """Load every bundle under ``site_dir`` once; raises BundleError with the file named."""
+    """Load every bundle the source lists (the site folder's manifests and bundles, or
+    `[bundle] url`) once; raises BundleError with the file or URL named."""
     settings = settings or Settings()
-    root = Path(site_dir)
-    bundles = find_bundles(root) or [("/", root)]  # no bundle: let load_site name the file
-    sites = [load_site(path, prefix, settings.embedder) for prefix, path in bundles]
+    source, sites = load_sites(site_dir, settings.bundle, settings.embedder)
     providers = []
     for configured in settings.providers:
         try:
             providers.append(make_provider(configured))
         except ProviderError as exc:
             log.warning("provider %s:%s skipped: %s", configured.kind, configured.model, exc)
-    return Runtime(sites=sites, settings=settings, providers=providers)
+    return Runtime(sites=sites, settings=settings, providers=providers, source=source)

@@ -1,0 +1,36 @@
+"""The app for a process manager that imports it by name in every worker process:
+
+    DOCPILOT_SITE_DIR=site/ DOCPILOT_CONFIG=docpilot.toml \\
+        uvicorn --factory docpilot_runtime.asgi:app_from_env --workers 4
+
+Each worker loads the bundles itself. With several workers, set `[limits] shared = true`
+so they count against one cap (`docpilot serve --workers N` sets it through
+``DOCPILOT_SHARED_CAPS``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from starlette.applications import Starlette
+
+from .app import create_app
+from .settings import load_settings
+
+SITE_ENV = "DOCPILOT_SITE_DIR"
+SHARED_CAPS_ENV = "DOCPILOT_SHARED_CAPS"
+
+
+def app_from_env() -> Starlette:
+    """`create_app` for ``$DOCPILOT_SITE_DIR`` with the settings of ``$DOCPILOT_CONFIG``."""
+    site = os.environ.get(SITE_ENV, "")
+    if not site:
+        raise RuntimeError(f"{SITE_ENV} must name the built site folder")
+    settings = load_settings()
+    if os.environ.get(SHARED_CAPS_ENV) == "1":
+        settings = replace(settings, caps=replace(settings.caps, shared=True))
+    from .serving import guard_logs
+
+    guard_logs()
+    return create_app(site, settings)
