@@ -62,11 +62,13 @@ def fold(term: str) -> str:
 class Cognates:
     """Corpus words a foreign word is a cognate of: after folding accents, the two share
     a prefix of at least ``prefix`` letters that covers all of the corpus word but at
-    most one letter ("certificats" -> "certificat", "système" -> "system")."""
+    most one letter, and at least ``cover`` of the foreign word ("certificats" ->
+    "certificat", "système" -> "system"; not "environnement" -> "environ")."""
 
-    def __init__(self, index: Vocabulary, prefix: int) -> None:
+    def __init__(self, index: Vocabulary, prefix: int, cover: float = 0.8) -> None:
         self.index = index
         self.prefix = prefix
+        self.cover = cover
         self.by_prefix: dict[str, list[tuple[str, str]]] = {}
         for term in index.vocabulary:
             folded = fold(term)
@@ -86,7 +88,7 @@ class Cognates:
                 if a != b:
                     break
                 shared += 1
-            if len(other) - shared > 1:
+            if len(other) - shared > 1 or shared < self.cover * len(folded):
                 continue
             key = (shared, self.index.document_frequency(corpus_term), corpus_term)
             if best is None or key[:2] > best[:2] or (key[:2] == best[:2] and key[2] < best[2]):
