@@ -52,13 +52,21 @@ class RetrievalParams:
     * ``query_term_cap`` (16): a question is searched with at most this many terms, its
       rarest ones: pasted tracebacks and code add dozens of common tokens that bury the
       few that name the subject.
+    * ``search_compounds`` (False): whether a question's compounds (``httpx.post``) are
+      searched beside their parts (``tokenize.search_term_counts``); they were a third
+      vote for one word of the question.
+    * ``query_tf_k3`` (4.0): a search term the question uses q times weighs
+      ``(k3 + 1) q / (k3 + q)`` times its idf (Robertson's query-term frequency; 1 for a
+      term used once, at most 5 here). Readers repeat their subject ("proxies … proxy …
+      a proxy"); 4 and 8 tied on the tune halves, and 4 lets a token a pasted
+      traceback repeats weigh least.
     * ``release_prior`` (0.5): what a unit of a release-notes or changelog page
       (``lexical.release_pages``) is worth in the lexical list, as a factor. Such pages
       mention everything once and crowded out the page that answers.
     * ``page_support`` (0.2): each unit in the lexical list gains this share of the best
       other unit of its page in the list, so a page with several matching sections
       outranks one lucky section elsewhere (page-level aggregation).
-    All three were chosen on the dev sets' tune halves (``benchmarks/bench_lexical.py``).
+    All five were chosen on the dev sets' tune halves (``benchmarks/bench_lexical.py``).
     * ``off_topic_quantile`` (0.95), ``threshold_range`` (0.1, 0.75): the threshold is
       the score that this share of everyday off-topic questions stay below, clamped.
     * ``rescue_unseen_terms`` (0): a follow-up the gate refuses may still pass on the
@@ -110,6 +118,8 @@ class RetrievalParams:
         )
     )
     query_term_cap: int = 16
+    search_compounds: bool = False
+    query_tf_k3: float = 4.0
     release_prior: float = 0.5
     page_support: float = 0.2
     off_topic_quantile: float = 0.95
