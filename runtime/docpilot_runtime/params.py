@@ -25,13 +25,15 @@ class RetrievalParams:
 
     * ``rrf_k`` (60): Reciprocal Rank Fusion's constant; each list adds
       ``weight / (k + rank)`` to every unit it names (Cormack et al.'s default).
-    * ``lexical_weight`` (1.0), ``dense_weight`` (0.5): each channel's vote in the
-      fusion. The dense vote counts half: 1-bit vectors are the weaker ranking channel
-      on section-level docs retrieval (``benchmarks/bench_retrieval.py``).
+    * ``lexical_weight`` (1.0), ``dense_weight`` (0.25): each channel's vote in the
+      fusion. The dense vote counts a quarter: with WordLlama's 1-bit vectors it is the
+      weaker ranking channel on real questions; on the dev sets' tune halves 0.25 kept
+      page recall@1 and gained @5 over 0.5 (0.75 and 1 lost both), and the test halves
+      confirmed it (``benchmarks/bench_dense.py``).
     * ``rerank`` ("fused"): how the fused pool is finally ordered. "dense" re-ranks it
-      by the query's cosine to each unit's sign bits (seed 000's design); measured on
-      the development set it loses first-place hits (``benchmarks/README.md``), so the
-      fused order is the default. The gate does not depend on it.
+      by the query's cosine to each unit's sign bits (seed 000's design); on the dev
+      sets it loses a fifth of the first-place hits (``benchmarks/bench_dense.py``), so
+      the fused order is the default. The gate does not depend on it.
     * ``channel_depth`` (50): units each channel contributes to the fusion.
     * ``dense_candidates`` (200): Hamming candidates rescored with the float query.
     * ``pool`` (30): fused units kept for the answer and the closest pages.
@@ -83,7 +85,7 @@ class RetrievalParams:
 
     rrf_k: int = 60
     lexical_weight: float = 1.0
-    dense_weight: float = 0.5
+    dense_weight: float = 0.25
     rerank: Rerank = "fused"
     channel_depth: int = 50
     dense_candidates: int = 200
