@@ -221,7 +221,7 @@ def variants(smoke: bool) -> list[Variant]:
     ]
     if smoke:
         return out
-    for w in (0.1, 0.25, 0.5, 0.75, 1.0):
+    for w in (0.05, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0):
         if w != base.dense_weight:
             p = dataclasses.replace(base, dense_weight=w)
             out.append(Variant(f"dense_weight {w}", None, "rescored", p))

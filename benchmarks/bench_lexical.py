@@ -142,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--lexical-only", action="store_true", help="skip the hybrid builds")
     parser.add_argument("--corpus", action="append", choices=CORPORA, help="repeatable")
     parser.add_argument("--split", action="append", choices=SPLITS, help="repeatable")
+    parser.add_argument("--sites", type=Path, help="build into (and reuse) this folder")
     args = parser.parse_args(argv)
     corpora = args.corpus or (["httpx"] if args.smoke else list(CORPORA))
     splits = args.split or (["tune"] if args.smoke else list(SPLITS))
@@ -156,8 +157,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows: list[str] = []
     gates: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-lexical-") as tmp:
-        workdir = Path(tmp)
-        sites = {(c, m): build(c, e, workdir) for c in corpora for m, e in modes}
+        workdir = args.sites or Path(tmp)
+        sites = {(c, m): build(c, e, workdir, args.sites is not None) for c in corpora for m, e in modes}
         for corpus in corpora:
             baseline = PlainBm25(sites[(corpus, "lexical")])
             for split in splits:
