@@ -209,7 +209,9 @@ class Variant:
 
 def variants(smoke: bool) -> list[Variant]:
     base = DEFAULT_PARAMS
+    before = dataclasses.replace(base, search_compounds=True, query_tf_k3=0.0, dense_weight=0.5)
     out = [
+        Variant("before (main a23fc07: dense_weight 0.5, its lexical list)", None, "rescored", before),
         Variant("lexical only", None, "rescored", base, False),
         Variant("dense list alone, rescored", None, "rescored", base, True),
         Variant(
