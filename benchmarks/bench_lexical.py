@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from docpilot_runtime.bundle import load_bundle
@@ -33,6 +32,7 @@ from docpilot_runtime.turn import load_runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import tree_state
+from devset_harness import Figures
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -70,9 +70,13 @@ def plugin_config(corpus: str, embedder: str | None, workdir: Path) -> Path:
     return path
 
 
-def build(corpus: str, embedder: str | None, workdir: Path) -> Path:
+def build(corpus: str, embedder: str | None, workdir: Path, reuse: bool = False) -> Path:
+    """Build the corpus under ``workdir`` (``reuse``: keep a bundle an earlier run built
+    there with this same tree)."""
     config = plugin_config(corpus, embedder, workdir)
     site_dir = config.parent / "site"
+    if reuse and (site_dir / "docpilot" / "bundle.msgpack").is_file():
+        return site_dir
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     command = [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)]
     done = subprocess.run(
@@ -85,27 +89,6 @@ def build(corpus: str, embedder: str | None, workdir: Path) -> Path:
     if done.returncode:
         raise SystemExit(f"mkdocs build -f {config} failed:\n{done.stderr[-3000:]}")
     return site_dir
-
-
-@dataclass(frozen=True)
-class Figures:
-    count: int
-    r1: float
-    r5: float
-    mrr: float
-
-    @staticmethod
-    def of(ranks: Sequence[int | None]) -> Figures:
-        n = len(ranks) or 1
-        return Figures(
-            count=len(ranks),
-            r1=sum(r == 1 for r in ranks) / n,
-            r5=sum(r is not None and r <= 5 for r in ranks) / n,
-            mrr=sum(1 / r for r in ranks if r) / n,
-        )
-
-    def cells(self) -> str:
-        return f"{self.r1:.2f} | {self.r5:.2f} | {self.mrr:.2f}"
 
 
 class PlainBm25:
@@ -159,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--lexical-only", action="store_true", help="skip the hybrid builds")
     parser.add_argument("--corpus", action="append", choices=CORPORA, help="repeatable")
     parser.add_argument("--split", action="append", choices=SPLITS, help="repeatable")
+    parser.add_argument("--sites", type=Path, help="build into (and reuse) this folder")
     args = parser.parse_args(argv)
     corpora = args.corpus or (["httpx"] if args.smoke else list(CORPORA))
     splits = args.split or (["tune"] if args.smoke else list(SPLITS))
@@ -173,8 +157,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows: list[str] = []
     gates: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-lexical-") as tmp:
-        workdir = Path(tmp)
-        sites = {(c, m): build(c, e, workdir) for c in corpora for m, e in modes}
+        workdir = args.sites or Path(tmp)
+        sites = {(c, m): build(c, e, workdir, args.sites is not None) for c in corpora for m, e in modes}
         for corpus in corpora:
             baseline = PlainBm25(sites[(corpus, "lexical")])
             for split in splits:

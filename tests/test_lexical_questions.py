@@ -1,9 +1,12 @@
 """The lexical channel on real questions: what benchmarks/bench_lexical.py measured, pinned
-as behaviour on the uvicorn corpus's tune half (built for real, ``embedder: none``).
+as behaviour on the uvicorn and httpx corpora's tune halves (built for real, ``embedder:
+none``).
 
 Before the query-side function words, the rarest-terms cap and the release-notes prior,
 a reader's question about the access logger's format, with the log lines they pasted,
-found the release-notes page first: it mentions every setting once."""
+found the release-notes page first: it mentions every setting once. Before compounds were
+searched through their parts and repeated words weighed more, an httpx reader asking how
+to replace ``proxies`` with ``proxy`` found the proxies page only 12th."""
 
 from __future__ import annotations
 
@@ -22,23 +25,33 @@ from docpilot_runtime.tokenize import FUNCTION_WORDS, search_terms
 from docpilot_runtime.turn import load_runtime
 from docpilot_runtime.types import AskRequest
 
-UVICORN = ROOT / "benchmarks" / "corpora" / "uvicorn"
-TUNE = ROOT / "benchmarks" / "devsets" / "uvicorn" / "tune.jsonl"
+CORPORA = ROOT / "benchmarks" / "corpora"
+DEVSETS = ROOT / "benchmarks" / "devsets"
+
+
+def _lexical_build(corpus: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp(corpus)
+    options = {"embedder": "none", "cache_dir": str(work / "c")}
+    mkdocs_build(reduced_config(CORPORA / corpus, work, options))
+    return work / "site"
 
 
 @pytest.fixture(scope="module")
 def uvicorn_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("uvicorn")
-    config = reduced_config(UVICORN, work, {"embedder": "none", "cache_dir": str(work / "c")})
-    mkdocs_build(config)
-    return work / "site"
+    return _lexical_build("uvicorn", tmp_path_factory)
 
 
-def _question(start: str) -> tuple[str, str, tuple[str, ...]]:
-    for q in load_questions(TUNE):
+@pytest.fixture(scope="module")
+def httpx_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _lexical_build("httpx", tmp_path_factory)
+
+
+def _question(start: str, corpus: str = "uvicorn") -> tuple[str, str, tuple[str, ...]]:
+    tune = DEVSETS / corpus / "tune.jsonl"
+    for q in load_questions(tune):
         if q.question.startswith(start):
             return q.question, q.context, q.expect_pages
-    raise AssertionError(f"{TUNE}: no question starting {start!r}")
+    raise AssertionError(f"{tune}: no question starting {start!r}")
 
 
 def test_a_question_with_pasted_log_lines_finds_its_page_not_the_release_notes(
@@ -52,6 +65,16 @@ def test_a_question_with_pasted_log_lines_finds_its_page_not_the_release_notes(
         pages = ranked_pages(result.to_dict()["ranked"])
         assert pages[0] in expect, pages[:3]
         assert "/release-notes/" in pages  # still found, just not first
+
+
+def test_a_question_that_repeats_its_subject_finds_that_page_in_the_top_five(
+    httpx_site: Path,
+) -> None:
+    question, _, expect = _question("Replace proxies usage with proxy", "httpx")
+    runtime = load_runtime(httpx_site)
+    result = asyncio.run(runtime.ask(AskRequest(question=question)))
+    pages = ranked_pages(result.to_dict()["ranked"])
+    assert set(pages[:5]) & set(expect), pages[:12]
 
 
 def test_release_pages_are_read_from_version_headings_and_breadcrumbs() -> None:
@@ -80,8 +103,8 @@ def test_function_words_leave_the_query_but_not_the_subject() -> None:
 def test_long_questions_keep_their_rarest_terms(uvicorn_site: Path) -> None:
     site = load_runtime(uvicorn_site).sites[0]
     searcher = Searcher(site.searcher.lexical, params=replace(DEFAULT_PARAMS, query_term_cap=3))
-    text = "uvicorn server request response proxy_headers forwarded_allow_ips"
-    terms = searcher.terms(text)
+    text = "uvicorn server request response proxy headers forwarded allow ips"
+    terms = list(searcher.terms(text))
     df = site.searcher.lexical.document_frequency
     assert len(terms) == 3
     dropped = [t for t in search_terms(text) if t not in terms and df(t) > 0]

@@ -17,11 +17,12 @@ from docpilot_runtime.dense import DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.gate import Signals, calibrate_mode, confidence, gate_score
 from docpilot_runtime.index.build import index_site
 from docpilot_runtime.index.options import IndexOptions, embedder_spec
-from docpilot_runtime.lexical import LexicalDoc, LexicalIndex, build_lexical
+from docpilot_runtime.lexical import LexicalDoc, LexicalIndex, build_lexical, query_tf_weight
 from docpilot_runtime.lexical_numpy import NumpyLexical
+from docpilot_runtime.params import DEFAULT_PARAMS
 from docpilot_runtime.retrieval import Site, ask_without_model, rrf
 from docpilot_runtime.site_loader import load_site
-from docpilot_runtime.tokenize import query_terms
+from docpilot_runtime.tokenize import query_terms, search_term_counts
 from docpilot_runtime.types import AskRequest, HistoryItem
 
 COVERED = "How do I exclude a page from the assistant?"
@@ -49,6 +50,29 @@ def test_numpy_bm25_ranks_exactly_like_the_pure_python_reference(example_site: P
     for question in questions:
         terms = query_terms(question)
         assert pure.search(terms, 40) == fast.search(terms, 40), question
+
+
+def test_numpy_bm25_ranks_like_the_reference_with_query_term_weights(example_site: Path) -> None:
+    block = load_bundle(example_site).lexical
+    pure, fast = LexicalIndex(block), NumpyLexical(block)
+    questions = [
+        "exclude a page, exclude the page, excluded pages from the assistant",
+        "SSE events: which events, and in which order do events arrive?",
+    ]
+    for question in questions:
+        counts = search_term_counts(question)
+        weights = {t: query_tf_weight(n, DEFAULT_PARAMS.query_tf_k3) for t, n in counts.items()}
+        assert max(weights.values()) > 1.0  # each question repeats a word
+        terms = list(weights)
+        assert pure.search(terms, 40, weights) == fast.search(terms, 40, weights), question
+        assert pure.search(terms, 40, weights) != pure.search(terms, 40), question
+
+
+def test_query_term_weight_is_one_for_a_word_used_once_and_saturates() -> None:
+    assert query_tf_weight(1, 4.0) == 1.0
+    assert query_tf_weight(1, 0.0) == query_tf_weight(3, 0.0) == 1.0
+    assert 1.0 < query_tf_weight(2, 4.0) < query_tf_weight(3, 4.0) < 5.0
+    assert query_tf_weight(10_000, 4.0) == pytest.approx(5.0, rel=1e-3)
 
 
 def test_numpy_bm25_matches_reference_on_random_corpus_with_many_units() -> None:

@@ -29,7 +29,7 @@ import math
 import re
 import sys
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,10 @@ TITLE_BOOST = 3
 BREADCRUMB_BOOST = 1
 TEXT_BOOST = 1
 _TF_MAX = 255
+
+# A query term's weight, as a factor of its idf (``query_tf_weight``); None: all 1.
+Weights = Mapping[str, float] | None
+Hits = list[tuple[int, float]]
 
 
 @dataclass(frozen=True)
@@ -73,17 +77,25 @@ def _doc_typecode(count: int) -> tuple[str, str]:
     return ("H", "u2") if count < 65536 else ("I", "u4")
 
 
-def build_lexical(docs: Sequence[LexicalDoc]) -> LexicalBlock:
-    """The bundle's ``lexical`` block for these units, deterministic for the same input."""
+BOOSTS = (("title", TITLE_BOOST), ("breadcrumb", BREADCRUMB_BOOST), ("text", TEXT_BOOST))
+
+
+def build_lexical(
+    docs: Sequence[LexicalDoc], boosts: tuple[tuple[str, int], ...] = BOOSTS
+) -> LexicalBlock:
+    """The bundle's ``lexical`` block for these units, deterministic for the same input.
+    ``boosts``: each field's weight, in the order title, breadcrumb, text (the benchmarks
+    try others; the bundle records the ones used)."""
     postings: dict[str, list[tuple[int, int]]] = {}
     lengths = array("I")
+    weights = dict(boosts)
     for index, doc in enumerate(docs):
         counts: dict[str, int] = {}
         length = 0
         for field, boost in (
-            (doc.title, TITLE_BOOST),
-            (doc.breadcrumb, BREADCRUMB_BOOST),
-            (doc.text, TEXT_BOOST),
+            (doc.title, weights["title"]),
+            (doc.breadcrumb, weights["breadcrumb"]),
+            (doc.text, weights["text"]),
         ):
             for token in tokenize(field):
                 counts[token] = counts.get(token, 0) + boost
@@ -110,11 +122,7 @@ def build_lexical(docs: Sequence[LexicalDoc]) -> LexicalBlock:
             k1=K1,
             b=B,
             delta=DELTA,
-            boosts=(
-                ("title", TITLE_BOOST),
-                ("breadcrumb", BREADCRUMB_BOOST),
-                ("text", TEXT_BOOST),
-            ),
+            boosts=tuple(boosts),
         ),
         count=len(docs),
         avg_length=(total / len(docs)) if docs else 0.0,
@@ -130,6 +138,13 @@ def build_lexical(docs: Sequence[LexicalDoc]) -> LexicalBlock:
 
 def idf(count: int, df: int) -> float:
     return math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+
+
+def query_tf_weight(count: int, k3: float) -> float:
+    """What a query term that the question uses ``count`` times weighs, as a factor of
+    its idf: Robertson's saturating query-term frequency, ``(k3 + 1) q / (k3 + q)``.
+    Exactly 1 for a term used once; at most ``k3 + 1``."""
+    return (k3 + 1.0) * count / (k3 + count)
 
 
 def term_ceiling(term_idf: float) -> float:
@@ -207,8 +222,9 @@ class LexicalIndex(StoredIndex):
     def term_idf(self, term: str) -> float:
         return idf(self.count, self.document_frequency(term))
 
-    def scores(self, terms: Iterable[str]) -> dict[int, float]:
-        """BM25+ score of every unit that contains at least one of ``terms``."""
+    def scores(self, terms: Iterable[str], weights: Weights = None) -> dict[int, float]:
+        """BM25+ score of every unit that contains at least one of ``terms``; a term's
+        idf is multiplied by its entry in ``weights`` (1 when absent)."""
         out: dict[int, float] = {}
         k1p1, delta, norms = self.k1 + 1.0, self.delta, self.norms
         for term in dict.fromkeys(terms):
@@ -217,6 +233,8 @@ class LexicalIndex(StoredIndex):
                 continue
             start, end = self.offsets[i], self.offsets[i + 1]
             weight = idf(self.count, end - start)
+            if weights is not None and term in weights:
+                weight *= weights[term]
             docs, tfs = self.docs, self.tfs
             d = 0
             for j in range(start, end):
@@ -225,7 +243,7 @@ class LexicalIndex(StoredIndex):
                 out[d] = out.get(d, 0.0) + weight * ((tf * k1p1) / (tf + norms[d]) + delta)
         return out
 
-    def search(self, terms: Sequence[str], limit: int = 50) -> list[tuple[int, float]]:
+    def search(self, terms: Sequence[str], limit: int = 50, weights: Weights = None) -> Hits:
         """Top units as (unit index, score), best first; ties go to the earlier unit."""
-        ranked = sorted(self.scores(terms).items(), key=lambda item: (-item[1], item[0]))
+        ranked = sorted(self.scores(terms, weights).items(), key=lambda item: (-item[1], item[0]))
         return ranked[:limit]

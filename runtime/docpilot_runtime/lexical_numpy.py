@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .bundle import LexicalBlock
-from .lexical import StoredIndex, idf
+from .lexical import Hits, StoredIndex, Weights, idf
 from .topk import smallest
 
 
@@ -36,8 +36,9 @@ class NumpyLexical(StoredIndex):
         k1p1 = self.k1 + 1.0
         self.contributions = (tfs * k1p1) / (tfs + self.norms[self.docs]) + self.delta
 
-    def scores(self, terms: Sequence[str]) -> np.ndarray:
-        """BM25+ score of every unit (zeros where no term matches)."""
+    def scores(self, terms: Sequence[str], weights: Weights = None) -> np.ndarray:
+        """BM25+ score of every unit (zeros where no term matches); a term's idf is
+        multiplied by its entry in ``weights`` (1 when absent)."""
         out = np.zeros(self.count, dtype=np.float64)
         for term in dict.fromkeys(terms):
             i = self.vocabulary.get(term)
@@ -45,12 +46,14 @@ class NumpyLexical(StoredIndex):
                 continue
             start, end = int(self.offsets[i]), int(self.offsets[i + 1])
             weight = idf(self.count, end - start)
+            if weights is not None and term in weights:
+                weight *= weights[term]
             out[self.docs[start:end]] += weight * self.contributions[start:end]
         return out
 
-    def search(self, terms: Sequence[str], limit: int = 50) -> list[tuple[int, float]]:
+    def search(self, terms: Sequence[str], limit: int = 50, weights: Weights = None) -> Hits:
         """Top units as (unit index, score), best first; ties go to the earlier unit."""
-        scores = self.scores(terms)
+        scores = self.scores(terms, weights)
         hits = np.flatnonzero(scores)
         best = hits[smallest(-scores[hits], limit)]
         return [(int(u), float(scores[u])) for u in best]

@@ -25,13 +25,16 @@ class RetrievalParams:
 
     * ``rrf_k`` (60): Reciprocal Rank Fusion's constant; each list adds
       ``weight / (k + rank)`` to every unit it names (Cormack et al.'s default).
-    * ``lexical_weight`` (1.0), ``dense_weight`` (0.5): each channel's vote in the
-      fusion. The dense vote counts half: 1-bit vectors are the weaker ranking channel
-      on section-level docs retrieval (``benchmarks/bench_retrieval.py``).
+    * ``lexical_weight`` (1.0), ``dense_weight`` (0.1): each channel's vote in the
+      fusion. With WordLlama's 1-bit vectors the dense list is the weaker ranking channel
+      on real questions (alone: R@1 0.63 against the lexical list's 0.82 on the dev sets'
+      tune halves), so its vote mostly breaks near-ties: 0.1 was the best weight tried on
+      the tune halves (0.05-1), above the old 0.5 by 0.03 R@1 and 0.016 R@5; the test
+      halves gained R@1 (+0.033) and lost one question at R@5 (``benchmarks/bench_dense.py``).
     * ``rerank`` ("fused"): how the fused pool is finally ordered. "dense" re-ranks it
-      by the query's cosine to each unit's sign bits (seed 000's design); measured on
-      the development set it loses first-place hits (``benchmarks/README.md``), so the
-      fused order is the default. The gate does not depend on it.
+      by the query's cosine to each unit's sign bits (seed 000's design); on the dev
+      sets it loses a fifth of the first-place hits (``benchmarks/bench_dense.py``), so
+      the fused order is the default. The gate does not depend on it.
     * ``channel_depth`` (50): units each channel contributes to the fusion.
     * ``dense_candidates`` (200): Hamming candidates rescored with the float query.
     * ``pool`` (30): fused units kept for the answer and the closest pages.
@@ -52,13 +55,21 @@ class RetrievalParams:
     * ``query_term_cap`` (16): a question is searched with at most this many terms, its
       rarest ones: pasted tracebacks and code add dozens of common tokens that bury the
       few that name the subject.
+    * ``search_compounds`` (False): whether a question's compounds (``httpx.post``) are
+      searched beside their parts (``tokenize.search_term_counts``); they were a third
+      vote for one word of the question.
+    * ``query_tf_k3`` (4.0): a search term the question uses q times weighs
+      ``(k3 + 1) q / (k3 + q)`` times its idf (Robertson's query-term frequency; 1 for a
+      term used once, at most 5 here). Readers repeat their subject ("proxies … proxy …
+      a proxy"); 4 and 8 tied on the tune halves, and 4 lets a token a pasted
+      traceback repeats weigh least.
     * ``release_prior`` (0.5): what a unit of a release-notes or changelog page
       (``lexical.release_pages``) is worth in the lexical list, as a factor. Such pages
       mention everything once and crowded out the page that answers.
     * ``page_support`` (0.2): each unit in the lexical list gains this share of the best
       other unit of its page in the list, so a page with several matching sections
       outranks one lucky section elsewhere (page-level aggregation).
-    All three were chosen on the dev sets' tune halves (``benchmarks/bench_lexical.py``).
+    All five were chosen on the dev sets' tune halves (``benchmarks/bench_lexical.py``).
     * ``off_topic_quantile`` (0.95), ``threshold_range`` (0.1, 0.75): the threshold is
       the score that this share of everyday off-topic questions stay below, clamped.
     * ``rescue_unseen_terms`` (0), ``rescue_foreign_share`` (0.5), ``rescue_content_df``
@@ -87,7 +98,7 @@ class RetrievalParams:
 
     rrf_k: int = 60
     lexical_weight: float = 1.0
-    dense_weight: float = 0.5
+    dense_weight: float = 0.1
     rerank: Rerank = "fused"
     channel_depth: int = 50
     dense_candidates: int = 200
@@ -122,6 +133,8 @@ class RetrievalParams:
         )
     )
     query_term_cap: int = 16
+    search_compounds: bool = False
+    query_tf_k3: float = 4.0
     release_prior: float = 0.5
     page_support: float = 0.2
     off_topic_quantile: float = 0.95

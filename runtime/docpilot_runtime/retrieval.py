@@ -26,14 +26,21 @@ from .credentials import credential_reply, screen_request
 from .followup import Cognates, rescue_question
 from .framing import ENGLISH, Framing, framing_for
 from .gate import GateParams, Signals, confidence, default_params, gate_score, margin
-from .lexical import ceiling_floor, idf, release_pages, term_ceiling
+from .lexical import (
+    Weights,
+    ceiling_floor,
+    idf,
+    query_tf_weight,
+    release_pages,
+    term_ceiling,
+)
 from .markdown_tree import to_markdown
 from .params import DEFAULT_PARAMS, RetrievalParams
 from .passages import page_title_of, passages_blocks, preview
 from .paths import page_key
 from .refusal import refusal_blocks
 from .social import match_social
-from .tokenize import query_terms, search_terms
+from .tokenize import query_terms, search_term_counts
 from .types import COMPLETED_KINDS, AskRequest, Citation, HistoryItem, PageRef, Result
 
 Mode = Literal["hybrid", "lexical"]
@@ -48,7 +55,7 @@ class LexicalScorer(Protocol):
 
     def document_frequency(self, term: str) -> int: ...
 
-    def search(self, terms: Sequence[str], limit: int = 50) -> Hits: ...
+    def search(self, terms: Sequence[str], limit: int = 50, weights: Weights = None) -> Hits: ...
 
 
 class DenseScorer(Protocol):
@@ -117,17 +124,20 @@ class Searcher:
         self.unit_pages = [u.page for u in units]
         self.release = release_pages([(u.title, u.breadcrumb, u.page) for u in units])
 
-    def terms(self, text: str) -> list[str]:
-        """The question's search terms, cut to its ``query_term_cap`` rarest ones (kept in
-        the question's order, which the scorers add them in)."""
-        terms = search_terms(text)
+    def terms(self, text: str) -> dict[str, float]:
+        """The question's search terms with their query-term-frequency weights, cut to
+        its ``query_term_cap`` rarest ones (kept in the question's order, which the
+        scorers add them in)."""
+        counts = search_term_counts(text, self.params.search_compounds)
+        k3 = self.params.query_tf_k3
+        weights = {t: query_tf_weight(n, k3) for t, n in counts.items()}
         cap = self.params.query_term_cap
-        if len(terms) <= cap:
-            return terms
+        if len(weights) <= cap:
+            return weights
         df = self.lexical.document_frequency
-        known = [t for t in terms if df(t) > 0]
+        known = [t for t in weights if df(t) > 0]
         kept = set(sorted(known, key=lambda t: (df(t), t))[:cap])
-        return [t for t in terms if t in kept]
+        return {t: w for t, w in weights.items() if t in kept}
 
     def rescore(self, hits: Hits) -> Hits:
         """The lexical list with release pages scaled by ``release_prior`` and each unit
@@ -152,14 +162,15 @@ class Searcher:
     def search(self, text: str, query: object | None = None) -> Ranking:
         """``query`` is the dense channel's embedding of ``text`` (None: lexical only)."""
         p = self.params
-        terms = self.terms(text)
-        raw = self.lexical.search(terms, p.channel_depth)
+        weights = self.terms(text)
+        terms = list(weights)
+        raw = self.lexical.search(terms, p.channel_depth, weights)
         lexical = self.rescore(raw)
         # The gate reads every token of the question, function words included: its
         # signals scored better that way on the dev sets (benchmarks/README.md), and
         # its anchors are calibrated on them at build time.
         gate_terms = query_terms(text)
-        if gate_terms != terms:
+        if gate_terms != terms or any(w != 1.0 for w in weights.values()):
             raw = self.lexical.search(gate_terms, p.channel_depth)
         lex_strength, lex_margin = lexical_signals(self.lexical, gate_terms, raw)
         if self.dense is None or query is None:
