@@ -161,7 +161,7 @@ def with_variant(site: Site, variant: Variant) -> Site:
         DEFAULT_PARAMS, rerank=variant.rerank, dense_weight=variant.dense_weight
     )
     dense = None if variant.lexical_only else site.searcher.dense
-    return dataclasses.replace(site, searcher=Searcher(site.searcher.lexical, dense, params))
+    return dataclasses.replace(site, searcher=Searcher(site.searcher.lexical, dense, params, site.bundle.units))
 
 
 def mkdocs_build(config: Path, site_dir: Path) -> None:

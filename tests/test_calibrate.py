@@ -65,9 +65,10 @@ def test_lexical_calibration_lets_probes_through_and_keeps_most_off_topic_out(
     params = gate.lexical
     low, high = DEFAULT_PARAMS.threshold_range
     assert low <= params.threshold <= high
-    searcher = Searcher(NumpyLexical(bundle.lexical))
+    searcher = Searcher(NumpyLexical(bundle.lexical), units=units)
     off = [gate_score(searcher.search(q).signals, params) >= params.threshold for q in OFF_TOPIC]
-    assert sum(off) <= round(len(OFF_TOPIC) * (1 - DEFAULT_PARAMS.off_topic_quantile)) + 1
+    _, quantile = DEFAULT_PARAMS.gate_threshold["lexical"]
+    assert sum(off) <= round(len(OFF_TOPIC) * (1 - quantile)) + 1
     probes = covered_probes(units, NumpyLexical(bundle.lexical))
     passed = [gate_score(searcher.search(q).signals, params) >= params.threshold for q in probes]
     assert sum(passed) > len(passed) // 2
@@ -86,7 +87,8 @@ def test_hybrid_calibration_embeds_its_probes_once(
     assert gate.hybrid is not None and set(gate.hybrid.weights) == set(
         DEFAULT_PARAMS.gate_weights["hybrid"]
     )
-    assert embedded == gate.hybrid.samples["covered"] + gate.hybrid.samples["uncovered"]
+    samples = gate.hybrid.samples
+    assert embedded == samples["covered"] + samples["off_topic"] + samples["salads"]
     cache.save()  # what the build does; the next build reads the file afresh
     reread = EmbeddingCache(tmp_path / "probes.msgpack", embedder.dims, lambda _m: None)
     again, embedded_again = calibrate_gate(units, bundle.lexical, dense, embedder, reread)

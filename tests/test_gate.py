@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from docpilot_runtime.bundle import UnitRecord
 from docpilot_runtime.gate import (
     Anchor,
     GateParams,
@@ -19,7 +20,9 @@ from docpilot_runtime.gate import (
     margin,
     quantile,
 )
+from docpilot_runtime.lexical import LexicalDoc, LexicalIndex, build_lexical
 from docpilot_runtime.params import DEFAULT_PARAMS
+from docpilot_runtime.retrieval import Searcher, coverage_signals, unit_terms
 
 
 def test_margin_is_best_minus_the_mean_of_the_next() -> None:
@@ -72,13 +75,55 @@ def test_anchors_keep_their_minimum_span_when_probes_barely_differ() -> None:
     assert (
         DEFAULT_PARAMS.threshold_range[0] <= params.threshold <= DEFAULT_PARAMS.threshold_range[1]
     )
-    assert params.samples == {"covered": 5, "uncovered": 5, "off_topic": 5}
+    assert params.samples == {"covered": 5, "off_topic": 5, "salads": 5}
 
 
 def test_uncalibrated_fallback_weighs_only_its_modes_signals() -> None:
     lexical, hybrid = default_params("lexical"), default_params("hybrid")
-    assert set(lexical.anchors) == {"lexical_strength", "lexical_margin"}
+    assert set(lexical.anchors) == {"lexical_strength", "lexical_coverage", "known_share"}
     assert set(hybrid.weights) == set(DEFAULT_PARAMS.gate_weights["hybrid"])
     assert sum(hybrid.weights.values()) == pytest.approx(1.0)
     dense_only = Signals(dense_strength=1.0, dense_margin=1.0)
     assert gate_score(dense_only, lexical) < gate_score(dense_only, hybrid)
+
+
+_UNITS = [
+    UnitRecord(
+        "a/#proxies", "a/#proxies", "Proxies", ("Advanced",), "Route requests via a proxy.", 0
+    ),
+    UnitRecord(
+        "a/#timeouts", "a/#timeouts", "Timeouts", ("Advanced",), "Set a connect timeout.", 0
+    ),
+    UnitRecord(
+        "b/#limits", "b/#limits", "Pool limits", ("Clients",), "Limit pooled connections.", 1
+    ),
+]
+
+
+def _index() -> LexicalIndex:
+    return LexicalIndex(
+        build_lexical([LexicalDoc(u.title, " ".join(u.breadcrumb), u.text) for u in _UNITS])
+    )
+
+
+def test_coverage_is_the_idf_share_the_best_unit_holds() -> None:
+    index = _index()
+    best = unit_terms(_UNITS[1])
+    assert coverage_signals(index, ["connect", "timeout"], best) == pytest.approx((1.0, 1.0))
+    # "proxy" is in the corpus but not in the best unit: coverage drops, known share stays.
+    held, known = coverage_signals(index, ["timeout", "proxy"], best)
+    assert 0.0 < held < 1.0 and known == pytest.approx(1.0)
+    # A word no unit uses counts at the highest idf, against both shares.
+    held_unseen, known_unseen = coverage_signals(index, ["timeout", "okta"], best)
+    assert held_unseen < held and known_unseen < 1.0
+    assert coverage_signals(index, [], best) == (0.0, 0.0)
+
+
+def test_searcher_reads_coverage_from_its_best_unit() -> None:
+    searcher = Searcher(_index(), units=_UNITS)
+    covered = searcher.search("How do I set a connect timeout?").signals
+    neighbour = searcher.search("How do I set a timeout for Okta sign-in?").signals
+    assert covered.lexical_coverage == pytest.approx(1.0) and covered.known_share == 1.0
+    assert neighbour.lexical_coverage < 0.5 and neighbour.known_share < 0.5
+    # With no units to read, the searcher cannot tell and coverage reads 0.
+    assert Searcher(_index()).search("connect timeout").signals.lexical_coverage == 0.0

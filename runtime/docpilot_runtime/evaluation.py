@@ -420,7 +420,7 @@ def summarise(outcomes: Sequence[Outcome], mode: str = "bundle") -> Report:
 def lexical_site(site: Site) -> Site:
     """The same bundle with no dense channel: what the server answers with when the
     query embedder is unavailable (and, by the shared core, what static mode answers)."""
-    searcher = Searcher(site.searcher.lexical, None, site.params)
+    searcher = Searcher(site.searcher.lexical, None, site.params, site.bundle.units)
     return Site(prefix=site.prefix, bundle=site.bundle, searcher=searcher)
 
 

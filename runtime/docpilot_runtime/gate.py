@@ -11,13 +11,22 @@ the channels' raw signals instead:
 * ``lexical_margin``: how far the best unit stands above the next four, relative to it.
 * ``dense_strength``: the best unit's cosine between the query and its sign bits.
 * ``dense_margin``: the best cosine minus the mean of the next five.
+* ``lexical_coverage``: the share of the question's idf mass (its content terms, each
+  weighted by its idf; a term the corpus never uses at the highest idf) that the best
+  unit holds. A question about a neighbour of a covered feature ("rate limit per
+  client IP" beside the middleware page) finds a unit that matches its common words
+  but not the rare ones that name what it asks for.
+* ``known_share``: the share of the same idf mass carried by terms the corpus uses at
+  all: the subject of a near-miss ("Okta", "Confluence", "IPv6") is often a word no
+  page contains.
 
 A covered question has one clear winner; an uncovered one finds many equally weak
 passages — hence strength *and* margin. Each signal is placed on a corpus-relative
 scale by calibration (0 = typical of questions the corpus cannot answer, 1 = typical of
 questions it can), and the gate score is a fixed weighted mean of those positions. The
-threshold is the score that 95 % of everyday off-topic questions stay below (see
-``calibrate_mode``). Weights, clips and the rest live in ``params.RetrievalParams``.
+threshold is a low quantile of the word-salad probes' scores in hybrid mode and a high
+one of the off-topic probes' in lexical mode (see ``calibrate_mode``). Weights, clips
+and the rest live in ``params.RetrievalParams``.
 Pure Python: the browser runs the lexical gate too.
 """
 
@@ -53,6 +62,8 @@ class Signals:
     lexical_margin: float = 0.0
     dense_strength: float | None = None
     dense_margin: float | None = None
+    lexical_coverage: float = 0.0
+    known_share: float = 0.0
 
     def get(self, name: str) -> float:
         value = getattr(self, name)
@@ -115,37 +126,41 @@ def quantile(values: Sequence[float], q: float) -> float:
 def calibrate_mode(
     mode: str,
     covered: Sequence[Signals],
-    uncovered: Sequence[Signals],
     off_topic: Sequence[Signals],
+    salads: Sequence[Signals],
     tuning: RetrievalParams = DEFAULT_PARAMS,
 ) -> GateParams:
     """Anchors and threshold for one mode.
 
-    Anchors: each signal's median over the covered probes and over the uncovered ones,
-    at least ``min_span`` apart.
-    Threshold: the score that ``off_topic_quantile`` of the everyday off-topic questions
-    stay below. A threshold fitted between covered and uncovered *probes* would sit too
-    high, because probes made from a unit's own words are easier than real questions;
-    and a false refusal costs the reader the whole answer, while a false pass still has
-    the model and the citation check behind it. So the gate is anchored on what is
-    certainly not covered, and clamped to a sane range for tiny or odd corpora.
+    Anchors: each signal's median over the covered probes and over the uncovered ones
+    (off-topic questions and word salads together), at least ``min_span`` apart.
+    Threshold: the ``gate_threshold[mode]`` quantile of one probe set's scores,
+    clamped to ``threshold_range``. In hybrid mode that set is the word salads: a
+    salad's best unit holds about a third of its idf mass, like a near-miss's, and the
+    threshold sits at its lowest 5 %. In lexical mode it is the off-topic questions
+    (their 90th percentile): the lexical signals alone leave real covered questions
+    so close to salads that a salad-placed threshold refused a quarter of them on the
+    dev sets' tune halves (``benchmarks/bench_gate.py``). Probes made from a unit's own
+    words are easier than real questions, so no threshold is fitted between covered
+    and uncovered probes.
     """
     weights = dict(tuning.gate_weights[mode])
+    uncovered = [*off_topic, *salads]
     anchors = {}
     for name in weights:
         low = _median([s.get(name) for s in uncovered])
         high = max(_median([s.get(name) for s in covered]), low + tuning.min_span[name])
         anchors[name] = Anchor(uncovered=low, covered=high)
     unthresholded = GateParams(weights=weights, anchors=anchors, threshold=0.0)
-    cut = quantile(
-        [gate_score(s, unthresholded, tuning) for s in off_topic], tuning.off_topic_quantile
-    )
+    probe_set, q = tuning.gate_threshold[mode]
+    reference = salads if probe_set == "salads" and salads else off_topic
+    cut = quantile([gate_score(s, unthresholded, tuning) for s in reference], q)
     low_cut, high_cut = tuning.threshold_range
     return GateParams(
         weights=weights,
         anchors=anchors,
         threshold=min(max(cut, low_cut), high_cut),
-        samples={"covered": len(covered), "uncovered": len(uncovered), "off_topic": len(off_topic)},
+        samples={"covered": len(covered), "off_topic": len(off_topic), "salads": len(salads)},
     )
 
 
@@ -154,6 +169,8 @@ _DEFAULT_ANCHORS = {
     "lexical_margin": Anchor(uncovered=0.1, covered=0.5),
     "dense_strength": Anchor(uncovered=0.15, covered=0.45),
     "dense_margin": Anchor(uncovered=0.01, covered=0.08),
+    "lexical_coverage": Anchor(uncovered=0.15, covered=0.9),
+    "known_share": Anchor(uncovered=0.5, covered=1.0),
 }
 
 

@@ -45,8 +45,12 @@ class RetrievalParams:
     * ``closest_pages`` (5): pages a refusal lists.
     * ``min_ranked`` (10): ``ranked`` lists at least this many units where it can.
     * ``gate_weights``: the fixed weight of each raw signal in the gate score, per mode
-      (not fitted per corpus: strength matters more than margin, and in hybrid mode the
-      two channels count equally).
+      (not fitted per corpus). Chosen on the dev sets' tune halves
+      (``benchmarks/bench_gate.py``) as the weights that refused the most near-misses
+      while every tune half still answered >= 0.95 of its covered questions: in hybrid
+      mode coverage 3/7, known share 2/7, lexical margin and dense strength 1/7 each
+      (the dense cosine is as high on near-misses as on covered questions, so it counts
+      little); in lexical mode strength 0.5, coverage and known share 0.25 each.
     * ``clip_low`` (-1.0), ``clip_high`` (1.5): bounds of a signal's position between
       its calibrated anchors, so one extreme signal cannot outvote the others.
     * ``min_span``: the least distance between a signal's two anchors; where a corpus
@@ -69,9 +73,10 @@ class RetrievalParams:
     * ``page_support`` (0.2): each unit in the lexical list gains this share of the best
       other unit of its page in the list, so a page with several matching sections
       outranks one lucky section elsewhere (page-level aggregation).
-    All five were chosen on the dev sets' tune halves (``benchmarks/bench_lexical.py``).
-    * ``off_topic_quantile`` (0.95), ``threshold_range`` (0.1, 0.75): the threshold is
-      the score that this share of everyday off-topic questions stay below, clamped.
+    All of these were chosen on the dev sets' tune halves (``benchmarks/bench_lexical.py``).
+    * ``gate_threshold``: per mode, the probe set and quantile of its gate scores that
+      make the threshold: hybrid ("salads", 0.05), lexical ("off_topic", 0.9);
+      ``threshold_range`` (0.1, 0.75) clamps it (``gate.calibrate_mode`` says why).
     * ``rescue_unseen_terms`` (0), ``rescue_foreign_share`` (0.5), ``rescue_content_df``
       (0.2), ``rescue_held_units`` (3), ``cognate_prefix`` (5): which refused follow-ups
       may pass on the composed question (``followup``). A follow-up in the corpus's
@@ -111,12 +116,16 @@ class RetrievalParams:
         default_factory=lambda: _frozen(
             {
                 "hybrid": {
-                    "dense_strength": 0.35,
-                    "dense_margin": 0.15,
-                    "lexical_strength": 0.35,
-                    "lexical_margin": 0.15,
+                    "lexical_coverage": 3 / 7,
+                    "known_share": 2 / 7,
+                    "lexical_margin": 1 / 7,
+                    "dense_strength": 1 / 7,
                 },
-                "lexical": {"lexical_strength": 0.7, "lexical_margin": 0.3},
+                "lexical": {
+                    "lexical_strength": 0.5,
+                    "lexical_coverage": 0.25,
+                    "known_share": 0.25,
+                },
             }
         )
     )
@@ -129,6 +138,8 @@ class RetrievalParams:
                 "lexical_margin": 0.1,
                 "dense_strength": 0.05,
                 "dense_margin": 0.03,
+                "lexical_coverage": 0.1,
+                "known_share": 0.1,
             }
         )
     )
@@ -137,7 +148,11 @@ class RetrievalParams:
     query_tf_k3: float = 4.0
     release_prior: float = 0.5
     page_support: float = 0.2
-    off_topic_quantile: float = 0.95
+    gate_threshold: Mapping[str, tuple[str, float]] = field(
+        default_factory=lambda: MappingProxyType(
+            {"hybrid": ("salads", 0.05), "lexical": ("off_topic", 0.9)}
+        )
+    )
     threshold_range: tuple[float, float] = (0.1, 0.75)
     rescue_unseen_terms: int = 0
     rescue_foreign_share: float = 0.5

@@ -40,7 +40,7 @@ from .passages import page_title_of, passages_blocks, preview
 from .paths import page_key
 from .refusal import refusal_blocks
 from .social import match_social
-from .tokenize import query_terms, search_term_counts
+from .tokenize import query_terms, search_term_counts, search_terms, tokenize
 from .types import COMPLETED_KINDS, AskRequest, Citation, HistoryItem, PageRef, Result
 
 Mode = Literal["hybrid", "lexical"]
@@ -105,6 +105,52 @@ def lexical_signals(index: LexicalScorer, terms: Sequence[str], hits: Hits) -> t
     return min(scores[0] / ceiling, 1.0), margin(scores, 4) / scores[0]
 
 
+class UnitText(Protocol):
+    """What the searcher reads of a unit: a bundle's ``UnitRecord`` or an indexed unit."""
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def breadcrumb(self) -> Sequence[str]: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def page(self) -> int: ...
+
+
+def unit_terms(unit: UnitText) -> frozenset[str]:
+    """Every index term of a unit: its title, breadcrumb and text, as the index reads them."""
+    return frozenset(tokenize(f"{unit.title}\n{' '.join(unit.breadcrumb)}\n{unit.text}"))
+
+
+def coverage_signals(
+    index: LexicalScorer, terms: Sequence[str], best: frozenset[str]
+) -> tuple[float, float]:
+    """(coverage, known share) of a question's content terms, each weighted by its idf (a
+    term the corpus never uses at the highest idf): the share the best unit holds, and
+    the share the corpus holds at all. (0, 0) for a question with no content term.
+
+    Both divide by at least what two terms in 5 % of the units weigh (as
+    ``lexical.ceiling_floor`` does for strength): a question made only of common words
+    ("and how much does that cost?") is fully "held" by many units, and must not look
+    well covered for it."""
+    weights = {}
+    known = 0.0
+    for term in dict.fromkeys(terms):
+        df = index.document_frequency(term)
+        weights[term] = idf(index.count, df)
+        if df:
+            known += weights[term]
+    if not weights:
+        return 0.0, 0.0
+    total = max(sum(weights.values()), 2.0 * idf(index.count, max(1, round(0.05 * index.count))))
+    held = sum(w for t, w in weights.items() if t in best)
+    return held / total, known / total
+
+
 class Searcher:
     """Runs the channels over one bundle's indexes; shared by the turn and the
     build-time gate calibration."""
@@ -114,13 +160,15 @@ class Searcher:
         lexical: LexicalScorer,
         dense: DenseScorer | None = None,
         params: RetrievalParams = DEFAULT_PARAMS,
-        units: Sequence[UnitRecord] = (),
+        units: Sequence[UnitText] = (),
     ) -> None:
         """``units`` are the bundle's units, for the page-level rescoring of the lexical
-        list (none: the list stays as BM25+ ranks it)."""
+        list and the gate's coverage signal (none: the list stays as BM25+ ranks it and
+        coverage reads 0)."""
         self.lexical = lexical
         self.dense = dense
         self.params = params
+        self.units = units
         self.unit_pages = [u.page for u in units]
         self.release = release_pages([(u.title, u.breadcrumb, u.page) for u in units])
 
@@ -159,6 +207,12 @@ class Searcher:
             out.append((u, s + p.page_support * other))
         return sorted(out, key=lambda item: (-item[1], item[0]))
 
+    def coverage(self, text: str, order: Sequence[int]) -> tuple[float, float]:
+        """``coverage_signals`` of the question's content terms (all of them, uncapped:
+        an unseen term is what names a subject no unit covers) against the best unit."""
+        best = unit_terms(self.units[order[0]]) if order and self.units else frozenset()
+        return coverage_signals(self.lexical, search_terms(text), best)
+
     def search(self, text: str, query: object | None = None) -> Ranking:
         """``query`` is the dense channel's embedding of ``text`` (None: lexical only)."""
         p = self.params
@@ -174,8 +228,14 @@ class Searcher:
             raw = self.lexical.search(gate_terms, p.channel_depth)
         lex_strength, lex_margin = lexical_signals(self.lexical, gate_terms, raw)
         if self.dense is None or query is None:
-            signals = Signals(lexical_strength=lex_strength, lexical_margin=lex_margin)
             order = [unit for unit, _ in lexical[: p.pool]]
+            coverage, known = self.coverage(text, order)
+            signals = Signals(
+                lexical_strength=lex_strength,
+                lexical_margin=lex_margin,
+                lexical_coverage=coverage,
+                known_share=known,
+            )
             return Ranking(order=order, mode="lexical", signals=signals, lexical=lexical)
         dense = self.dense.search(query, p.dense_candidates)[: p.channel_depth]
         fused = rrf(
@@ -188,11 +248,14 @@ class Searcher:
             ranked = sorted(zip(order, cosines, strict=True), key=lambda pair: (-pair[1], pair[0]))
             order = [u for u, _ in ranked]
         dense_scores = [s for _, s in dense]
+        coverage, known = self.coverage(text, order)
         signals = Signals(
             lexical_strength=lex_strength,
             lexical_margin=lex_margin,
             dense_strength=dense_scores[0] if dense_scores else 0.0,
             dense_margin=margin(dense_scores, 5),
+            lexical_coverage=coverage,
+            known_share=known,
         )
         return Ranking(order=order, mode="hybrid", signals=signals, lexical=lexical, dense=dense)
 

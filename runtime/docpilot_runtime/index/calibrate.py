@@ -13,8 +13,9 @@ Two probe sets are run through the same retrieval the runtime uses:
   corpus cannot answer.
 
 For each mode (hybrid, lexical) the gate keeps the median of every signal on each
-side as its anchors, and as its threshold the score that 95 % of the off-topic
-questions stay below (``gate.calibrate_mode`` says why). Probe queries are embedded through the same
+side as its anchors, and as its threshold a quantile of one probe set's scores: the
+word salads' 5th percentile in hybrid mode, the off-topic questions' 90th in lexical
+mode (``gate.calibrate_mode`` says why). Probe queries are embedded through the same
 content-hash cache as the units, so an unchanged rebuild embeds nothing.
 """
 
@@ -51,7 +52,8 @@ FRAMES = (
 )
 SALADS = 40
 METHOD = (
-    "median anchors (unit-keyword vs off-topic and word-salad probes); threshold = p95 off-topic"
+    "median anchors (unit-keyword vs off-topic and word-salad probes); "
+    "threshold = hybrid p5 word salads, lexical p90 off-topic"
 )
 
 
@@ -137,18 +139,18 @@ def calibrate_gate(
     covered = covered_probes(units, lexical)
     salads = salad_probes(units, lexical)
     uncovered = [*OFF_TOPIC, *salads]
-    lexical_searcher = Searcher(lexical)
+    # With the units, as the runtime searches: coverage reads the best unit's terms.
+    lexical_searcher = Searcher(lexical, units=units)
+    lexical_covered = [lexical_searcher.search(q).signals for q in covered]
     lexical_uncovered = [lexical_searcher.search(q).signals for q in uncovered]
+    off = len(OFF_TOPIC)
     lexical_gate = calibrate_mode(
-        "lexical",
-        [lexical_searcher.search(q).signals for q in covered],
-        lexical_uncovered,
-        lexical_uncovered[: len(OFF_TOPIC)],
+        "lexical", lexical_covered, lexical_uncovered[:off], lexical_uncovered[off:]
     )
     embedded = 0
     hybrid_gate = None
     if dense is not None and embedder is not None and cache is not None:
-        searcher = Searcher(lexical, DenseChannel(dense, None))
+        searcher = Searcher(lexical, DenseChannel(dense, None), units=units)
         vectors, embedded = _query_vectors([*covered, *uncovered], embedder, cache)
 
         def signals(queries: list[str], offset: int) -> list[Signals]:
@@ -156,6 +158,6 @@ def calibrate_gate(
 
         hybrid_uncovered = signals(uncovered, len(covered))
         hybrid_gate = calibrate_mode(
-            "hybrid", signals(covered, 0), hybrid_uncovered, hybrid_uncovered[: len(OFF_TOPIC)]
+            "hybrid", signals(covered, 0), hybrid_uncovered[:off], hybrid_uncovered[off:]
         )
     return Gate(method=METHOD, lexical=lexical_gate, hybrid=hybrid_gate), embedded

@@ -2,19 +2,21 @@
 
 General-knowledge and everyday questions across many subjects and several
 languages. They are never tuned to a corpus: every site is calibrated against the
-same list, plus word salads drawn from its own vocabulary (see ``calibrate``).
+same list, plus word salads drawn from its own vocabulary (see ``calibrate``). None of
+them may be a dev-set question or one with a word replaced (``tests/test_gate_probes.py``):
+the gate would then be measured on what it was calibrated with.
 """
 
 OFF_TOPIC = (
     "What is the best recipe for sourdough bread?",
-    "How long should I boil an egg for a runny yolk?",
+    "How do I descale a coffee machine with vinegar?",
     "Who won the football world cup in 1998?",
     "What is the capital city of Australia?",
     "How many moons does Jupiter have?",
     "Can you recommend a good novel for a long flight?",
     "What causes the northern lights?",
     "How do I get red wine out of a carpet?",
-    "What is the tallest mountain in Africa?",
+    "What is the deepest lake in Europe?",
     "How often should I water a cactus?",
     "What year did the Berlin wall fall?",
     "Which vitamins are in an orange?",
@@ -32,7 +34,7 @@ OFF_TOPIC = (
     "How should I prepare for a job interview at a bank?",
     "What is the best time of year to visit Japan?",
     "How do I make a paper airplane that flies far?",
-    "Who painted the Mona Lisa?",
+    "Who composed the Four Seasons?",
     "How many calories are in a banana?",
     "What is the weather like in Lisbon in October?",
     "How do I knit a scarf for beginners?",
@@ -49,7 +51,7 @@ OFF_TOPIC = (
     "¿Cuál es la mejor receta de paella valenciana?",
     "¿Quién escribió Don Quijote?",
     "Quelle est la meilleure saison pour visiter Paris ?",
-    "Comment faire une pâte à crêpes ?",
+    "Comment réussir une mousse au chocolat ?",
     "Wie backe ich einen Apfelstrudel?",
     "Wer hat die Relativitätstheorie entwickelt?",
     "Qual é a melhor praia do Brasil?",
