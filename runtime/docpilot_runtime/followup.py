@@ -65,7 +65,7 @@ class Cognates:
     most one letter, and at least ``cover`` of the foreign word ("certificats" ->
     "certificat", "système" -> "system"; not "environnement" -> "environ")."""
 
-    def __init__(self, index: Vocabulary, prefix: int, cover: float = 0.8) -> None:
+    def __init__(self, index: Vocabulary, prefix: int, cover: float = 0.6) -> None:
         self.index = index
         self.prefix = prefix
         self.cover = cover
