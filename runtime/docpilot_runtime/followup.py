@@ -62,17 +62,18 @@ def fold(term: str) -> str:
 class Cognates:
     """Corpus words a foreign word is a cognate of: after folding accents, the two share
     a prefix of at least ``prefix`` letters that covers all of the corpus word but at
-    most one letter, and at least ``cover`` of the foreign word ("certificats" ->
-    "certificat", "système" -> "system"; not "environnement" -> "environ")."""
+    most one letter ("certificats" -> "certificat", "système" -> "system"), among the
+    words at least ``min_units`` units use."""
 
-    def __init__(self, index: Vocabulary, prefix: int, cover: float = 0.6) -> None:
+    def __init__(self, index: Vocabulary, prefix: int, min_units: int = 2) -> None:
         self.index = index
         self.prefix = prefix
-        self.cover = cover
         self.by_prefix: dict[str, list[tuple[str, str]]] = {}
         for term in index.vocabulary:
             folded = fold(term)
-            if len(folded) >= prefix and folded.isalpha():
+            if len(folded) >= prefix and folded.isalpha() and (
+                index.document_frequency(term) >= min_units
+            ):
                 self.by_prefix.setdefault(folded[:prefix], []).append((folded, term))
 
     def of(self, term: str) -> str | None:
@@ -88,7 +89,7 @@ class Cognates:
                 if a != b:
                     break
                 shared += 1
-            if len(other) - shared > 1 or shared < self.cover * len(folded):
+            if len(other) - shared > 1:
                 continue
             key = (shared, self.index.document_frequency(corpus_term), corpus_term)
             if best is None or key[:2] > best[:2] or (key[:2] == best[:2] and key[2] < best[2]):

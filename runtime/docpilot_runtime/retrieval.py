@@ -437,7 +437,7 @@ class Site:
         """The corpus words foreign follow-ups are matched to, indexed on first use."""
         if self._cognates is None:
             self._cognates = Cognates(
-                self.searcher.lexical, self.params.cognate_prefix, self.params.cognate_cover
+                self.searcher.lexical, self.params.cognate_prefix, self.params.cognate_min_units
             )
         return self._cognates
 
