@@ -18,6 +18,7 @@ from .embedders import EmbedderError
 from .evaluation import EvalError
 from .index.build import BuildError
 from .records import RecordsError
+from .root_path import RootPathError, normalise_root_path
 from .schema import OptionsError
 from .settings import Settings, SettingsError, load_settings
 from .static_assets import BrowserRuntimeError, fetch_browser_runtime
@@ -38,23 +39,29 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def serve(
-    site_dir: str | Path, settings: Settings, host: str = "127.0.0.1", port: int = 8000
+    site_dir: str | Path,
+    settings: Settings,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    root_path: str = "",
 ) -> None:
-    """Serve the built site and the API until interrupted. The runtime loads before
-    uvicorn binds, so a bad bundle or settings file fails here, before any request."""
+    """Serve the built site and the API until interrupted, under ``root_path`` when given
+    (a site published at ``/docs/`` behind a proxy). The runtime loads before uvicorn
+    binds, so a bad bundle, settings file or prefix fails here, before any request."""
     # Imported here so `docpilot index` and `ask` do not pay for the web stack.
     import uvicorn
 
     from .serving import guard_logs, uvicorn_config
 
-    config = uvicorn_config(create_app(site_dir, settings), settings, host, port)
+    app = create_app(site_dir, settings, normalise_root_path(root_path))
+    config = uvicorn_config(app, settings, host, port)
     guard_logs()
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it is meant to stop
         uvicorn.Server(config).run()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    serve(args.site_dir, _settings(args), host=args.host, port=args.port)
+    serve(args.site_dir, _settings(args), host=args.host, port=args.port, root_path=args.root_path)
     return 0
 
 
@@ -236,6 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
     serve.add_argument("--config", help="runtime settings file (TOML)")
+    serve.add_argument(
+        "--root-path",
+        default="",
+        help="URL path the site is published under behind a proxy, e.g. /docs (default: none)",
+    )
     serve.set_defaults(run=cmd_serve)
 
     ask = verbs.add_parser("ask", help="one turn in the terminal, or JSON lines on stdin")
@@ -320,6 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         OptionsError,
         RecordsError,
         EvalError,
+        RootPathError,
     ) as exc:
         print(f"docpilot: error: {exc}", file=sys.stderr)
         return 2
