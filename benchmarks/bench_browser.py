@@ -29,8 +29,12 @@ Measured:
    "New chat" (no history). "first question, fresh page": the page is loaded, the launcher
    clicked (which starts the boot), the question filled and sent at once, in a fresh context
    (cold cache) and in a second page of that context (warm cache), in both kinds of
-   context. Boot and first-question samples are interleaved, so the shared machine's
-   load falls on both alike.
+   context, locally and under CDP ``Network.emulateNetworkConditions`` at 20 Mbit/s, 40 ms
+   (``--smoke``: local only); the server counts how often it was asked for the files the
+   worker keeps in Cache Storage (.wasm, stdlib .zip, .whl: none on a warm load). "As a
+   reader asks it": the pointer on the launcher (the boot starts), the panel opened, the
+   question typed at 10 characters a second, Enter to answer. Boot and first-question
+   samples are interleaved, so the shared machine's load falls on both alike.
 3. Size of what the widget adds to every page (docpilot.js + docpilot.css, the 15 KB
    gzip goal; Pyodide excluded), worker.js (loaded when the panel opens) and the inline
    config, raw and gzip levels 9 and 6, as the build wrote them into site/docpilot/.
@@ -93,6 +97,16 @@ BLANK = "/__bench_blank__.html"  # served by the bench's handler, not part of th
 STRINGS = json.loads((ROOT / "widget" / "i18n" / "en.json").read_text(encoding="utf-8"))
 OFF_TOPIC = "How do I bake sourdough bread?"
 VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
+# CDP Network.emulateNetworkConditions: a reader on a 20 Mbit/s line with 40 ms latency.
+THROTTLED = {
+    "offline": False,
+    "latency": 40,
+    "downloadThroughput": 20e6 / 8,
+    "uploadThroughput": 20e6 / 8,
+}
+NETWORKS: dict[str, dict[str, Any] | None] = {"local": None, "20 Mbit/s, 40 ms": THROTTLED}
+KEPT = (".wasm", ".zip", ".whl")  # what the worker keeps in Cache Storage
+TYPING_DELAY_MS = 100  # a quick typist: 10 characters a second
 
 
 @dataclass
@@ -399,20 +413,31 @@ def measure_boot(
                 page.close()
 
 
-def open_site_page(context: BrowserContext, url: str, trouble: Trouble, where: str) -> Page:
+def open_site_page(
+    context: BrowserContext,
+    url: str,
+    trouble: Trouble,
+    where: str,
+    network: dict[str, Any] | None = None,
+) -> Page:
     page = context.new_page()
     trouble.watch(page, where)
+    if network:
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", network)
     page.goto(url)
     page.locator(".dp-launcher").wait_for(state="visible")  # the stylesheet is in
     return page
 
 
-def submit(page: Page, question: str, *, typed: bool = True) -> dict[str, Any]:
-    """Type ``question`` into the open panel, press Enter; wait for its final draw."""
+def submit(page: Page, question: str, *, typed: bool = True, delay: float = 0) -> dict[str, Any]:
+    """Type ``question`` into the open panel (``delay`` ms a character), press Enter; wait
+    for its final draw."""
     page.evaluate("window.__bench.done = []; window.__bench.enter = null")
     box = page.locator(".dp-input")
     if typed:
-        box.press_sequentially(question)
+        box.press_sequentially(question, delay=delay)
     else:
         box.fill(question)
     box.press("Enter")
@@ -448,21 +473,45 @@ def measure_booted(
         page.close()
 
 
+def kept_fetches(counts: Counter[tuple[str, int]]) -> int:
+    """How many of the files the worker keeps in Cache Storage the server was asked for."""
+    return sum(v for (path, _), v in counts.items() if path.endswith(KEPT))
+
+
 def measure_first(
-    p: Playwright, browser: Browser, base: str, site: Site, samples: Samples, trouble: Trouble
+    p: Playwright,
+    browser: Browser,
+    base: str,
+    site: Site,
+    samples: Samples,
+    trouble: Trouble,
+    networks: dict[str, dict[str, Any] | None],
+    paced: bool = False,
 ) -> None:
-    """One sample of the first question on a fresh page, boot included, per cache mode:
-    in a new context, then in a second page of that context."""
-    for mode in MODES:
-        with fresh_context(p, browser, mode) as context:
-            for phase in ("cold", "warm"):
-                samples.sample_load()
-                page = open_site_page(context, base + site.page, trouble, f"first {mode} {phase}")
-                page.locator(".dp-launcher").click()
-                got = submit(page, site.covered, typed=False)
-                samples.add(f"first {mode} {phase}", got["ms"])
-                samples.note("first", got["kind"])
-                page.close()
+    """One sample of the first question on a fresh page, boot included, per cache mode and
+    network: in a new context (cold), then in a second page of that context (warm: the HTTP
+    cache and Cache Storage hold Pyodide). By default the launcher is clicked and the
+    question sent at once: the worst case, with no time to boot while the reader types.
+    ``paced``: as a reader asks it (profile mode only), the pointer reaches the launcher
+    (the boot starts), the panel is opened, the question typed at TYPING_DELAY_MS a
+    character; Enter to answer is then the wait the reader still feels."""
+    kind = "paced" if paced else "first"
+    for mode in ("profile",) if paced else MODES:
+        for net, network in networks.items():
+            with fresh_context(p, browser, mode) as context:
+                for phase in ("cold", "warm"):
+                    samples.sample_load()
+                    StaticHandler.take_counts()
+                    key = f"{kind} {mode} {net} {phase}"
+                    page = open_site_page(context, base + site.page, trouble, key, network)
+                    if paced:
+                        page.locator(".dp-launcher").hover()
+                    page.locator(".dp-launcher").click()
+                    got = submit(page, site.covered, typed=paced, delay=TYPING_DELAY_MS)
+                    samples.add(key, got["ms"])
+                    samples.note("first", got["kind"])
+                    samples.note(f"kept {key}", str(kept_fetches(StaticHandler.take_counts())))
+                    page.close()
 
 
 # ------------------------------------------------------------------ sizes
@@ -533,7 +582,9 @@ def kinds(notes: list[str]) -> str:
     return ", ".join(f"{k} x{v}" for k, v in Counter(notes).items())
 
 
-def report(site: Site, samples: Samples, n: int) -> str:
+def report(
+    site: Site, samples: Samples, n: int, networks: dict[str, dict[str, Any] | None]
+) -> str:
     notes = samples.notes
 
     def s(key: str) -> str:
@@ -569,10 +620,21 @@ def report(site: Site, samples: Samples, n: int) -> str:
         f"| {s('load index profile warm')} | fetch (no-cache) + decode |"
     )
     for mode in MODES:
+        for net in networks:
+            lines.append(
+                f"| first question on a fresh page, Enter to answer, boot included, {net} "
+                f"| {mode} | {s(f'first {mode} {net} cold')} | {s(f'first {mode} {net} warm')} "
+                f"| sent right after opening the panel; Pyodide files fetched from the server: "
+                f"cold {usual(f'kept first {mode} {net} cold')}, "
+                f"warm {usual(f'kept first {mode} {net} warm')} "
+                "(the rest from Cache Storage) |"
+            )
+    for net in networks:
         lines.append(
-            f"| first question on a fresh page, Enter to answer, boot included | {mode} "
-            f"| {s(f'first {mode} cold')} | {s(f'first {mode} warm')} "
-            f"| sent right after opening the panel; {kinds(notes.get('first', []))} |"
+            f"| first question as a reader asks it (hover, open, type at "
+            f"{1000 // TYPING_DELAY_MS} chars/s), Enter to answer, {net} | profile "
+            f"| {s(f'paced profile {net} cold')} | {s(f'paced profile {net} warm')} "
+            "| the boot starts on hover and runs while the question is typed |"
         )
     for label, question in (("covered", site.covered), ("off-topic", site.off_topic)):
         lines.append(
@@ -632,6 +694,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.n, args.no_material = 1, True
+    # The smoke stays quick: local only. A full run adds the throttled network.
+    networks: dict[str, dict[str, Any] | None] = {"local": None} if args.smoke else NETWORKS
     OUT.mkdir(parents=True, exist_ok=True)
 
     sites = [build_example()]
@@ -654,9 +718,10 @@ def main() -> None:
                     # Interleaved, so the shared machine's load falls alike on both.
                     for i in range(args.n):
                         measure_boot(p, browser, base, i, samples, trouble)
-                        measure_first(p, browser, base, site, samples, trouble)
+                        measure_first(p, browser, base, site, samples, trouble, networks)
+                        measure_first(p, browser, base, site, samples, trouble, networks, True)
                     measure_booted(p, browser, base, site, args.n, samples, trouble)
-                print(report(site, samples, args.n), flush=True)
+                print(report(site, samples, args.n, networks), flush=True)
         finally:
             browser.close()
     print(size_report(sites[0]))

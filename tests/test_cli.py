@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 import httpx
 import msgpack
 import pytest
+import yaml
+from corpora import EXAMPLE_SITE
 from docpilot_runtime.cli import ask_lines, format_result
 from docpilot_runtime.index.site_name import site_name_from_pages
 from docpilot_runtime.turn import Runtime, load_runtime
@@ -309,8 +311,12 @@ def test_docpilot_index_writes_the_plugins_bundle_byte_for_byte(
     site = tmp_path / "site"
     shutil.copytree(example_site, site)
     config = tmp_path / "docpilot.toml"
+    # The one option MkDocs itself holds, given as an owner of another generator would.
+    site_url = yaml.safe_load((EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8"))["site_url"]
     config.write_text(
-        f'[index]\nwidget = false\ncache_dir = "{tmp_path / "cache"}"\n', encoding="utf-8"
+        f'[index]\nwidget = false\ncache_dir = "{tmp_path / "cache"}"\n'
+        f'site_url = "{site_url}"\n',
+        encoding="utf-8",
     )
     run = docpilot("index", str(site), "--config", str(config))
     assert run.returncode == 0, run.stderr

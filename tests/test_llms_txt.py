@@ -79,21 +79,23 @@ def test_example_site_llms_txt_follows_the_convention_and_every_link_resolves(
     assert lines[0] == "# DocPilot"
     assert lines[2].startswith("> ") and "MkDocs" in lines[2]
     assert "## Getting started" in lines and "## Reference" in lines
-    assert "[llms-full.txt](/llms-full.txt)" in outline
+    base = load_bundle(example_site).site.url.rstrip("/")  # example-site sets site_url
+    assert f"[llms-full.txt]({base}/llms-full.txt)" in outline
     assert full.startswith("# DocPilot\n\n> ")
 
 
 def test_pages_come_in_nav_order_and_excluded_pages_are_left_out(example_site: Path) -> None:
     outline = (example_site / "llms.txt").read_text(encoding="utf-8")
     full = (example_site / "llms-full.txt").read_text(encoding="utf-8")
+    base = load_bundle(example_site).site.url.rstrip("/")  # example-site sets site_url
     order = [
         outline.index("## Getting started"),
-        outline.index("(/getting-started/installation/)"),
-        outline.index("(/getting-started/quick-start/)"),
+        outline.index(f"({base}/getting-started/installation/)"),
+        outline.index(f"({base}/getting-started/quick-start/)"),
         outline.index("## Guides"),
         outline.index("## Concepts"),
         outline.index("## Reference"),
-        outline.index("(/reference/cli/)"),
+        outline.index(f"({base}/reference/cli/)"),
     ]
     assert order == sorted(order)
     # internal/release-checklist.md sets `docpilot: {exclude: true}` in its front matter.

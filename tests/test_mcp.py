@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -169,9 +170,14 @@ class _ListHandler(logging.Handler):
 TRANSPORTS = ["stdio_run", "http_run"]
 
 
+def _page_dir(site: Path, url: str) -> Path:
+    """The built folder of a page URL (absolute under example-site's site_url, or a path)."""
+    return site / urlsplit(url).path.lstrip("/")
+
+
 def _anchor_exists(site: Path, url: str) -> bool:
-    path, _, anchor = url.partition("#")
-    html = (site / path.lstrip("/") / "index.html").read_text(encoding="utf-8")
+    anchor = urlsplit(url).fragment
+    html = (_page_dir(site, url) / "index.html").read_text(encoding="utf-8")
     return not anchor or re.search(rf'\bid="{re.escape(anchor)}"', html) is not None
 
 
@@ -215,7 +221,7 @@ def test_uncovered_query_is_a_structured_not_covered_with_closest_pages(
     assert data["confidence"] < 50
     assert 3 <= len(data["closest"]) <= 5
     for page in data["closest"]:
-        assert (example_site / page["url"].lstrip("/") / "index.html").exists()
+        assert (_page_dir(example_site, page["url"]) / "index.html").exists()
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -272,7 +278,7 @@ def test_list_pages_leaves_out_excluded_pages(
 ) -> None:
     recorded, _log = request.getfixturevalue(transport)
     error, data, _text = recorded.results["pages"]
-    urls = [p["url"] for p in data["pages"]]
+    urls = [urlsplit(p["url"]).path for p in data["pages"]]  # absolute under site_url
     assert not error and "/" in urls and "/reference/cli/" in urls
     assert "/internal/release-checklist/" not in urls
 

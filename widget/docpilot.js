@@ -9,10 +9,22 @@
  * on open and back to the launcher on close; Escape closes; Enter sends, Shift+Enter is a
  * new line.
  *
- * Privacy: nothing is stored and nothing is sent before the reader's first question.
- * Every question first goes through the credential check in a Pyodide worker (worker.js,
- * booted when the panel first opens), with its quote, page and history; a question or quote
- * holding a secret is answered here and never sent, a history item holding one is dropped. If the worker cannot start, nothing is sent at all.
+ * Privacy: nothing the reader writes is stored or sent before their first question. At the
+ * first sign of intent (pointer or focus on the launcher, the shortcut) the widget fetches
+ * Pyodide and asks the runtime's /api/health whether it is there; that carries nothing of the
+ * reader's. Every question first goes through the credential check in the Pyodide worker
+ * (worker.js), with its quote, page and history; a question or quote holding a secret is
+ * answered here and never sent (nor kept), a history item holding one is dropped. If the
+ * worker cannot start, nothing is sent at all.
+ *
+ * Where questions go (`resolveEndpoint`): the configured runtime; with the default endpoint,
+ * the API beside the site (`<site root>/api`, so a site under /docs/ behind a proxy works),
+ * else the host root's. When none is there (unreachable, or 404 as under `mkdocs serve` or on
+ * a static host; not a 429 or 5xx, which are errors with retry) the widget says so once and
+ * answers from docpilot/static.json in the worker, as in static mode.
+ *
+ * A page load mid-answer: the question (once checked) is kept in sessionStorage while it is
+ * answered, and the next page offers it again with Retry (`restore`).
  *
  * Worker protocol: post {id, type: "boot"|"check"|"load"|"ask", ...}, reply
  * {id, ok: true, result} or {id, ok: false, error}. Static mode (endpoint "browser")
@@ -46,8 +58,9 @@ const DEFAULTS = {
 };
 const CONFIG = { ...DEFAULTS, ...JSON.parse(document.getElementById("docpilot-config")?.textContent || "{}") };
 const T = CONFIG.strings || {};
-const STATIC = CONFIG.endpoint === "browser";
-const API = CONFIG.endpoint && !STATIC ? CONFIG.endpoint.replace(/\/+$/, "").replace(/(\/api)?$/, "/api") : "/api";
+// Where questions go: set by `resolveEndpoint` once it has found out (see there).
+let STATIC = CONFIG.endpoint === "browser";
+let API = null;
 const CHAT_KEY = "docpilot:chat"; // sessionStorage: the open conversation
 const PAST_KEY = "docpilot:past"; // localStorage (history: true): finished conversations
 const CONSENT_KEY = "docpilot:consent"; // localStorage: the reader accepted records
@@ -270,6 +283,7 @@ function bootWorker() {
       reject(error);
     };
     call("boot", CONFIG.pyodide_url ? { pyodideUrl: CONFIG.pyodide_url } : {})
+      .then(() => resolveEndpoint())
       .then(() => STATIC && call("load", { bundleUrl: new URL("docpilot/static.json", ROOT).href }))
       .then(resolve, reject);
   });
@@ -324,6 +338,65 @@ function consentNotice(form) {
   });
 }
 
+// -------------------------------------------------------------- where questions go
+
+/** The API roots to try, in order: the configured runtime's; with the default endpoint,
+ * the one beside the site (a site under a sub-path, behind a proxy) and the host root's
+ * (one runtime serving several versions or languages of a site). None in static mode. */
+function apiCandidates() {
+  if (CONFIG.endpoint === "browser") return [];
+  if (CONFIG.endpoint) return [CONFIG.endpoint.replace(/\/+$/, "").replace(/(\/api)?$/, "/api")];
+  return [...new Set([new URL("api", ROOT).href, new URL("/api", ROOT).href])];
+}
+
+/** "up", "failing" (a runtime that answers 429 or 5xx: its errors are told, with retry)
+ * or "absent" (no runtime: unreachable, or a 404, 405 or 501 as static hosts and
+ * `mkdocs serve` answer, or a page that is not the runtime's JSON). */
+async function probeApi(api) {
+  try {
+    const response = await fetch(`${api}/health`, { headers: { Accept: "application/json" }, cache: "no-store" });
+    if ([404, 405, 501].includes(response.status)) return "absent";
+    if (!response.ok) return "failing";
+    return (response.headers.get("content-type") || "").includes("json") ? "up" : "absent";
+  } catch {
+    return "absent";
+  }
+}
+
+let resolving = null;
+
+/** Decide once per page load where questions go (at the first sign of intent, beside the
+ * Pyodide boot, so nobody waits for it). A configured runtime is taken at its word (it
+ * hears nothing before the first question); the same origin's candidates are probed: the
+ * first that is there, or static mode when none is (`FELL_BACK`: the panel says so once).
+ * `recheck` probes again, the configured runtime too (it stopped answering a question).
+ * Resolves with FELL_BACK. */
+function resolveEndpoint(recheck = false) {
+  const candidates = apiCandidates();
+  if (recheck) resolving = null;
+  if (!resolving && CONFIG.endpoint && !recheck) {
+    API = candidates[0] || null;
+    resolving = Promise.resolve(FELL_BACK);
+  }
+  resolving ||= Promise.all(candidates.map(probeApi)).then((found) => {
+    const index = found.findIndex((state) => state !== "absent");
+    if (index >= 0) API = candidates[index];
+    else fallBack();
+    return FELL_BACK;
+  });
+  return resolving;
+}
+
+let FELL_BACK = false;
+
+/** No runtime answers: from now on this page answers in the browser, from static.json. */
+function fallBack() {
+  if (STATIC) return;
+  STATIC = FELL_BACK = true;
+  API = null;
+  resolving = Promise.resolve(true);
+}
+
 // -------------------------------------------------------------- asking
 
 /** Send one question to the runtime and read its Server-Sent Events; `view` draws
@@ -338,13 +411,17 @@ async function askServer(body, view, signal) {
     if (signal.aborted) throw error;
     throw Object.assign(new Error("network"), { unreachable: true });
   });
+  if ([404, 405, 501].includes(response.status)) throw Object.assign(new Error("no API"), { unreachable: true, absent: true });
   if (!response.ok) {
     const error = (await response.json().catch(() => null))?.error;
     // Over the runtime's own limit: the widget takes that limit from here on.
     const limit = error?.field === "question" && Number(error.limit);
     throw Object.assign(new Error(error?.message || `HTTP ${response.status}`), limit ? { limit } : {});
   }
-  if (!(response.headers.get("content-type") || "").includes("event-stream")) return response.json();
+  const type = response.headers.get("content-type") || "";
+  // A host that answers every path with a page (a single-page-app fallback) has no API.
+  if (type.includes("text/html")) throw Object.assign(new Error("no API"), { unreachable: true, absent: true });
+  if (!type.includes("event-stream")) return response.json();
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   let result = null;
@@ -408,11 +485,43 @@ const keep = (r) => ({
 
 class Widget {
   constructor() {
-    this.chat = load(sessionStorage, CHAT_KEY, null) || newChat();
+    this.chat = this.restore();
+    this.inFlight = null; // the turn being answered, once its question passed the check
+    this.leaving = false;
+    addEventListener("pagehide", () => (this.leaving = true));
+    addEventListener("pageshow", () => (this.leaving = false));
     this.busy = false;
     this.quote = "";
     this.build();
     if (this.chat.open) this.open(false);
+  }
+
+  /** The conversation this tab kept, with a question a page load interrupted put back as
+   * a failed turn that offers Retry (it passed the credential check before it was kept). */
+  restore() {
+    const chat = load(sessionStorage, CHAT_KEY, null) || newChat();
+    const { pending } = chat;
+    delete chat.pending;
+    if (pending?.question) {
+      chat.turns.push({ question: String(pending.question), quote: pending.quote || undefined, error: T.interrupted, local: true });
+    }
+    return chat;
+  }
+
+  /** Start what the first question needs, at the first sign of intent (pointer or focus
+   * on the launcher, the shortcut, opening): Pyodide's boot and finding the runtime. */
+  prepare() {
+    bootWorker().catch(() => {});
+    resolveEndpoint().then(() => this.noteFallback());
+  }
+
+  /** Say once, at the top of the conversation, that no runtime answers and the docs'
+   * own passages are found in the browser instead. */
+  noteFallback() {
+    if (!FELL_BACK || this.log.querySelector(".dp-notice")) return;
+    const note = el("p", "dp-notice", T.static_fallback);
+    note.setAttribute("role", "status");
+    this.log.prepend(note);
   }
 
   build() {
@@ -433,6 +542,7 @@ class Widget {
     this.launcher.setAttribute("aria-expanded", "false");
     this.launcher.setAttribute("aria-controls", "dp-panel");
     this.launcher.setAttribute("aria-keyshortcuts", "A");
+    for (const intent of ["pointerenter", "focus"]) this.launcher.addEventListener(intent, () => this.prepare(), { once: true });
 
     const panel = (this.panel = el("section", "dp-panel"));
     panel.id = "dp-panel";
@@ -594,8 +704,8 @@ class Widget {
     this.dock();
     if (focus) this.input.focus();
     this.scrollDown();
-    // Boot now, while the reader types: the first question waits for the secret check.
-    bootWorker().catch(() => {});
+    // Boot now (if hovering did not already), while the reader types.
+    this.prepare();
     if (this.chat.turns.length) this.save();
   }
 
@@ -614,7 +724,8 @@ class Widget {
    * Only ever called after a first question. */
   save() {
     const turns = this.chat.turns.filter((t) => t.result && !t.local);
-    store(sessionStorage, CHAT_KEY, { id: this.chat.id, open: !this.panel.hidden, turns });
+    const pending = this.inFlight && { question: this.inFlight.question, quote: this.inFlight.quote };
+    store(sessionStorage, CHAT_KEY, { id: this.chat.id, open: !this.panel.hidden, turns, ...(pending && { pending }) });
     if (!CONFIG.history || !turns.length) return;
     // Past conversations keep no model summaries: reopened, they travel as skeletons.
     const past = load(localStorage, PAST_KEY, []).filter((c) => c.id !== this.chat.id);
@@ -665,12 +776,16 @@ class Widget {
 
   draw() {
     this.log.replaceChildren();
-    if (!this.chat.turns.length) return this.drawEmpty();
+    if (!this.chat.turns.length) {
+      this.drawEmpty();
+      return this.noteFallback();
+    }
     this.chat.turns.forEach((turn, index) => {
       const view = this.turnView(turn, index);
       if (turn.result) this.drawResult(view, turn.result, index);
       else if (turn.error) view.body.append(this.errorBox(turn));
     });
+    this.noteFallback();
     this.scrollDown();
   }
 
@@ -947,6 +1062,24 @@ class Widget {
     this.ask(turn.question);
   }
 
+  /** The result for `body`: from the runtime, or from the static index in the worker when
+   * there is none (found out now, should the runtime have stopped answering). */
+  async answer(body, ui, signal) {
+    await resolveEndpoint();
+    if (!STATIC) {
+      try {
+        return await askServer(body, ui, signal);
+      } catch (error) {
+        if (signal.aborted || !error.unreachable) throw error;
+        if (error.absent) fallBack();
+        else if (!(await resolveEndpoint(true))) throw error; // unreachable: is it there at all?
+      }
+    }
+    this.noteFallback();
+    ui.progress(T.searching);
+    return call("ask", { request: body });
+  }
+
   async ask(raw) {
     const question = String(raw || "").trim();
     if (!question || this.busy) return;
@@ -1034,13 +1167,9 @@ class Widget {
         return;
       }
       // 2. Ask the runtime (or, in static mode, the static index in the worker).
-      let result;
-      if (STATIC) {
-        ui.progress(T.searching);
-        result = await until(call("ask", { request: body }));
-      } else {
-        result = await until(askServer(body, ui, controller.signal));
-      }
+      this.inFlight = turn; // kept, so a page load now offers it again (`restore`)
+      this.save();
+      const result = await until(this.answer(body, ui, controller.signal));
       cancelAnimationFrame(frame);
       turn.result = keep(result);
       turn.local = result.kind === "credential"; // caught by the server's check: keep it nowhere
@@ -1054,6 +1183,11 @@ class Widget {
       if (error.limit) maxChars = error.limit;
       this.fail(view, turn, error.limit ? this.tooLongText() : error.unreachable ? T.network : T.error);
     } finally {
+      // Unless the page is going away (its requests end with it): then the next page offers it.
+      if (this.inFlight === turn && !this.leaving) {
+        this.inFlight = null;
+        this.save();
+      }
       this.busy = false;
       this.log.setAttribute("aria-busy", "false");
       this.sending(false);

@@ -31,6 +31,42 @@ let booting = null; // Promise of {pyodide, browser, bootMs, version}
 let loaded = false;
 let queue = Promise.resolve();
 
+// Pyodide's large files (the .wasm, the stdlib zip, our wheel) are kept in Cache Storage, so
+// the next page load boots without downloading them: a cache named after the site's lock
+// file, fetched fresh on every boot, which changes whenever our wheel or Pyodide does (older
+// docpilot-pyodide-* caches are deleted then). The .mjs files are imported as modules,
+// which only the HTTP cache can serve. No Cache Storage (an http:// page that is not
+// localhost, storage turned off): everything comes from the network as before.
+const KEPT = /\.(wasm|zip|whl)$/;
+const CACHE_PREFIX = "docpilot-pyodide-";
+let store = null; // Promise of this boot's Cache, or of null
+let storing = []; // puts still running: the boot waits for them before it answers
+
+async function openStore(lockText) {
+  try {
+    if (!self.caches || !self.crypto?.subtle) return null;
+    const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(lockText));
+    const hex = [...new Uint8Array(digest)].slice(0, 8).map((b) => b.toString(16).padStart(2, "0")).join("");
+    const name = CACHE_PREFIX + hex;
+    for (const old of await caches.keys()) if (old.startsWith(CACHE_PREFIX) && old !== name) await caches.delete(old);
+    return await caches.open(name);
+  } catch {
+    return null;
+  }
+}
+
+async function cachedFetch(input, init) {
+  const url = String(input?.url ?? input).split("#")[0];
+  const cache = KEPT.test(url.split("?")[0]) ? await store : null;
+  const hit = cache && (await cache.match(url).catch(() => null));
+  if (hit) return hit;
+  const response = await pageFetch(input, init);
+  if (cache && response.ok && response.type !== "opaque") {
+    storing.push(cache.put(url, response.clone()).catch(() => {}));
+  }
+  return response;
+}
+
 // Pyodide does not always reject when one of its files fails to load (a refused .wasm can
 // leave it waiting): a failed fetch while booting fails the boot at once instead.
 let bootFailed = null;
@@ -38,7 +74,7 @@ const pageFetch = self.fetch.bind(self);
 self.fetch = async (input, init) => {
   const name = String(input?.url ?? input).split("?")[0].split("/").pop();
   try {
-    const response = await pageFetch(input, init);
+    const response = await cachedFetch(input, init);
     if (!response.ok) bootFailed?.(new Error(`${name}: HTTP ${response.status}`));
     return response;
   } catch (error) {
@@ -60,15 +96,19 @@ async function start(pyodideUrl) {
   // with revalidation: it names the wheel by content, so it must never be stale.
   const response = await fetch(new URL(LOCK_FILE, OWN), { cache: "no-cache" });
   if (!response.ok) throw new Error(`${LOCK_FILE}: HTTP ${response.status}`);
+  const lockText = await response.text();
+  store = openStore(lockText);
   const failed = new Promise((_, reject) => (bootFailed = reject));
   const pyodide = await Promise.race([failed, loadPyodide({
     indexURL: base.href,
-    lockFileContents: await response.json(),
+    lockFileContents: JSON.parse(lockText),
     packageBaseUrl: OWN.href,
     packages: [PACKAGE],
     // Our own Pyodide comes with a reduced stdlib zip; one served elsewhere has its own.
     ...(pyodideUrl ? {} : { stdLibURL: new URL(STDLIB, OWN).href }),
   })]).finally(() => (bootFailed = null));
+  await Promise.all(storing); // kept for the next page load before this one answers
+  storing = [];
   const browser = pyodide.pyimport("docpilot_runtime.browser");
   return { pyodide, browser, bootMs: Math.round(performance.now() - began), version: pyodide.version };
 }

@@ -114,12 +114,13 @@ def load_runtime(
 
 
 def create_app(
-    site_dir: str | os.PathLike[str], settings: Settings | None = None
+    site_dir: str | os.PathLike[str], settings: Settings | None = None, root_path: str = ""
 ) -> Starlette:
-    """The Starlette app serving the built site and the API (runtime loaded here)."""
+    """The Starlette app serving the built site and the API (runtime loaded here), under
+    ``root_path`` when given (``/docs``: see `root_path`)."""
     from .app import create_app as create
 
-    return create(site_dir, settings)
+    return create(site_dir, settings, root_path)
 
 
 def ask(

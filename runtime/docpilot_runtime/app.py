@@ -31,7 +31,7 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,6 +56,7 @@ from .mcp_server import MCP_PATH, http_mount
 from .metrics import CONTENT_TYPE, CountedProvider, RuntimeMetrics, authorized
 from .records import FeedbackRecord, Recorder
 from .records.outbox import outbox_depth
+from .root_path import RootPath, normalise_root_path, path_below
 from .security_headers import SecurityHeaders
 from .settings import Settings
 from .turn import Event, EventSink, Runtime, load_runtime
@@ -449,6 +450,10 @@ async def ask(request: Request) -> Response:
         return error_response(exc, exc.status)
     except RequestError as exc:
         return error_response(exc, 400)
+    root: str = request.app.state.root_path
+    if root:  # the reader's page as the bundle knows it, without the --root-path prefix
+        page = ask_request.page and path_below(ask_request.page, root)
+        ask_request = replace(ask_request, page=page)
     caps = caps_of(request)
     admission = await caps.admit(runtime.site_for(ask_request.page).prefix, client_of(request))
     if not admission.allowed:
@@ -537,7 +542,7 @@ def metrics_endpoint(metrics: RuntimeMetrics, token: str) -> Any:
 async def http_error(request: Request, exc: Exception) -> Response:
     """Routing errors (404, 405) as JSON under /api, as plain text for site pages."""
     assert isinstance(exc, HTTPException)
-    if request.url.path.startswith("/api/"):
+    if path_below(request.url.path, request.app.state.root_path).startswith("/api/"):
         field = "method" if exc.status_code == 405 else "path"
         body = {"error": {"field": field, "message": exc.detail}}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
@@ -575,10 +580,14 @@ class JSONServerErrors:
 
 
 def build_app(
-    runtime: Runtime, site_dir: str | os.PathLike[str], caps: Caps | None = None
+    runtime: Runtime,
+    site_dir: str | os.PathLike[str],
+    caps: Caps | None = None,
+    root_path: str = "",
 ) -> Starlette:
     """The app around an already loaded runtime (tests can share one runtime, and give
-    their own `Caps`, e.g. one on a clock they control)."""
+    their own `Caps`, e.g. one on a clock they control); ``root_path`` serves it all under
+    a path prefix (`root_path.RootPath`)."""
     settings = runtime.settings
     api = [
         Route("/ask", ask, methods=["POST"]),
@@ -609,7 +618,9 @@ def build_app(
     routes.append(Mount("/", app=SiteFiles(directory=Path(site_dir), html=True), name="site"))
     # No origins configured: no CORS headers at all, so browsers keep it same-origin.
     middleware = [
-        # Headers outermost, so the 500 of JSONServerErrors carries them too.
+        # The prefix first: everything below sees the path under it.
+        Middleware(RootPath, root=root_path),
+        # Headers outermost after that, so the 500 of JSONServerErrors carries them too.
         Middleware(SecurityHeaders, settings=settings.headers),
         Middleware(JSONServerErrors),
         Middleware(
@@ -652,18 +663,22 @@ def build_app(
     )
     app.state.runtime = runtime
     app.state.bundles = swapper
+    app.state.root_path = normalise_root_path(root_path)
     app.state.feedback = FeedbackStore()
     app.state.caps = caps if caps is not None else MemoryCaps(settings.caps)
     return app
 
 
-def create_app(site_dir: str | os.PathLike[str], settings: Settings | None = None) -> Starlette:
-    """Load every bundle under ``site_dir`` once and serve the site and the API.
+def create_app(
+    site_dir: str | os.PathLike[str], settings: Settings | None = None, root_path: str = ""
+) -> Starlette:
+    """Load every bundle under ``site_dir`` once and serve the site and the API (under
+    ``root_path`` when given: ``/docs`` serves ``/docs/api/ask``).
 
     A bad bundle raises `BundleError` here, naming the file and the field, so a
     deployment fails at startup rather than on its first reader."""
     runtime = load_runtime(Path(site_dir), settings or Settings())
-    return build_app(runtime, site_dir)
+    return build_app(runtime, site_dir, root_path=root_path)
 
 
 __all__ = ["FeedbackStore", "build_app", "create_app", "parse_feedback"]

@@ -20,6 +20,7 @@ from .settings import load_settings
 
 SITE_ENV = "DOCPILOT_SITE_DIR"
 SHARED_CAPS_ENV = "DOCPILOT_SHARED_CAPS"
+ROOT_PATH_ENV = "DOCPILOT_ROOT_PATH"  # the site's URL prefix behind a proxy, as --root-path
 
 
 def app_from_env() -> Starlette:
@@ -33,4 +34,4 @@ def app_from_env() -> Starlette:
     from .serving import guard_logs
 
     guard_logs()
-    return create_app(site, settings)
+    return create_app(site, settings, os.environ.get(ROOT_PATH_ENV, ""))

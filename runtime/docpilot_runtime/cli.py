@@ -19,6 +19,7 @@ from .embedders import EmbedderError
 from .evaluation import EvalError
 from .index.build import BuildError
 from .records import RecordsError
+from .root_path import RootPathError, normalise_root_path
 from .schema import OptionsError
 from .settings import CONFIG_ENV, Settings, SettingsError, load_settings
 from .static_assets import BrowserRuntimeError, fetch_browser_runtime
@@ -44,21 +45,26 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     workers: int = 1,
+    root_path: str = "",
 ) -> None:
-    """Serve the built site and the API until interrupted. The runtime loads before
-    uvicorn binds, so a bad bundle or settings file fails here, before any request.
-    With ``workers`` > 1, that many processes share the port and one set of caps."""
+    """Serve the built site and the API until interrupted, under ``root_path`` when given
+    (a site published at ``/docs/`` behind a proxy). The runtime loads before uvicorn
+    binds, so a bad bundle, settings file or prefix fails here, before any request. With
+    ``workers`` > 1, that many processes share the port and one set of caps."""
     # Imported here so `docpilot index` and `ask` do not pay for the web stack.
     import uvicorn
 
     from .serving import guard_logs, uvicorn_config
 
-    app = create_app(site_dir, settings)  # fails here, naming the file, before any worker
+    prefix = normalise_root_path(root_path)
+    # Fails here, naming the file or the prefix, before any worker starts.
+    app = create_app(site_dir, settings, prefix)
     if workers > 1:
-        from .asgi import SHARED_CAPS_ENV, SITE_ENV
+        from .asgi import ROOT_PATH_ENV, SHARED_CAPS_ENV, SITE_ENV
 
         os.environ[SITE_ENV] = str(Path(site_dir).resolve())
         os.environ[SHARED_CAPS_ENV] = "1"
+        os.environ[ROOT_PATH_ENV] = prefix
         if settings.source:
             os.environ[CONFIG_ENV] = str(Path(settings.source).resolve())
         del app
@@ -78,7 +84,10 @@ def serve(
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    serve(args.site_dir, _settings(args), host=args.host, port=args.port, workers=args.workers)
+    serve(
+        args.site_dir, _settings(args), host=args.host, port=args.port,
+        workers=args.workers, root_path=args.root_path,
+    )
     return 0
 
 
@@ -268,6 +277,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=1,
         help="worker processes (default 1); several share the caps through the records database",
     )
+    serve.add_argument(
+        "--root-path",
+        default="",
+        help="URL path the site is published under behind a proxy, e.g. /docs (default: none)",
+    )
     serve.set_defaults(run=cmd_serve)
 
     ask = verbs.add_parser("ask", help="one turn in the terminal, or JSON lines on stdin")
@@ -356,6 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         OptionsError,
         RecordsError,
         EvalError,
+        RootPathError,
     ) as exc:
         print(f"docpilot: error: {exc}", file=sys.stderr)
         return 2

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .root_path import route_path
+
 PAGE_POLICY = (
     "default-src 'self'; "
     "script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; "
@@ -66,7 +68,7 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path: str = scope.get("path", "")
+        path = route_path(scope)  # below a --root-path prefix
         policy = API_POLICY if path == "/api" or path.startswith("/api/") else self.page_csp
 
         async def send_with_headers(message: Message) -> None:

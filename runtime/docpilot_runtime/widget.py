@@ -146,7 +146,8 @@ def install_widget(
     warn: Callable[[str], None] | None = None,
 ) -> bool:
     """The widget's files plus Pyodide and our browser wheel, which its worker needs for
-    the in-browser credential check (in every mode) and, in static mode, the static index.
+    the in-browser credential check (in every mode), and the static index, in every mode
+    too: static mode reads it, and so does the widget when no runtime answers.
     Without Pyodide (a broken install) ``warn`` says so and the widget, unable to check
     for secrets, sends nothing; returns whether Pyodide is there."""
     # Imported here: the plugin and `docpilot index` load this module to write tags; only an
@@ -158,7 +159,7 @@ def install_widget(
         site_dir,
         options.pyodide_url or None,
         log,
-        options.static_mode,
+        True,
         bundle,
         **({"warn": warn} if warn else {}),
     )

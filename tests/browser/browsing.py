@@ -3,16 +3,21 @@ and changed widget options (imported by conftest.py and the tests)."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from docpilot_runtime.security_headers import HeaderSettings
 from playwright.sync_api import Page, Request, Route
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
@@ -47,6 +52,42 @@ def sitemap_xml(site_dir: Path, base: str) -> str:
     )
 
 
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """A static host: the types Pyodide needs, and the page policy the runtime sends."""
+
+    extensions_map: ClassVar[dict[str, str]] = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".wasm": "application/wasm",
+        ".mjs": "text/javascript",
+        ".js": "text/javascript",
+    }
+
+    def end_headers(self) -> None:
+        # The page policy the runtime sends, as an owner's static host would: static
+        # mode (Pyodide in a module worker) must work under it.
+        self.send_header("Content-Security-Policy", HeaderSettings().page_csp())
+        self.send_header("X-Content-Type-Options", "nosniff")
+        super().end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def file_server(directory: Path) -> Iterator[str]:
+    """``directory`` on a plain static file server (`QuietHandler`) on loopback."""
+    handler = functools.partial(QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, name="file-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
 @dataclass
 class Reader:
     """A page plus what it did: every request, dialogs, and helpers to use the widget."""
@@ -56,7 +97,13 @@ class Reader:
     dialogs: list[str] = field(default_factory=list)
 
     def api_requests(self) -> list[Request]:
-        return [r for r in self.requests if "/api/" in r.url]
+        """Requests to the API that carry anything of the reader's: all but the widget's
+        `GET /api/health`, which asks whether a runtime is there."""
+        return [
+            r
+            for r in self.requests
+            if "/api/" in r.url and not (r.method == "GET" and r.url.endswith("/api/health"))
+        ]
 
     def asks(self) -> list[dict[str, Any]]:
         """The JSON bodies of every POST /api/ask so far."""

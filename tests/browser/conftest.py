@@ -14,13 +14,10 @@ pages at the live server's address, so instant navigation works as on a deployed
 from __future__ import annotations
 
 import asyncio
-import functools
-import http.server
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 import yaml
@@ -29,6 +26,7 @@ from browsing import (
     SCREENSHOTS,
     SLOW_STREAM,
     Reader,
+    file_server,
     mkdocs_build,
     sitemap_xml,
     sse,
@@ -161,25 +159,6 @@ def slow_api(site_server: RunningServer) -> Iterator[str]:
 # ------------------------------------------------------------------ static mode
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    extensions_map: ClassVar[dict[str, str]] = {
-        **http.server.SimpleHTTPRequestHandler.extensions_map,
-        ".wasm": "application/wasm",
-        ".mjs": "text/javascript",
-        ".js": "text/javascript",
-    }
-
-    def end_headers(self) -> None:
-        # The page policy the runtime sends, as an owner's static host would: static
-        # mode (Pyodide in a module worker) must work under it.
-        self.send_header("Content-Security-Policy", HeaderSettings().page_csp())
-        self.send_header("X-Content-Type-Options", "nosniff")
-        super().end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="session")
 def static_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """example-site built with `endpoint: browser` (static mode)."""
@@ -208,16 +187,8 @@ def static_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def static_server(static_site: Path) -> Iterator[str]:
     """The static site on a plain file server: no runtime, no /api."""
-    handler = functools.partial(QuietHandler, directory=str(static_site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, name="static-site", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
+    with file_server(static_site) as base:
+        yield base
 
 
 @pytest.fixture(scope="session", autouse=True)
