@@ -62,18 +62,15 @@ def fold(term: str) -> str:
 class Cognates:
     """Corpus words a foreign word is a cognate of: after folding accents, the two share
     a prefix of at least ``prefix`` letters that covers all of the corpus word but at
-    most one letter ("certificats" -> "certificat", "système" -> "system"), among the
-    words at least ``min_units`` units use."""
+    most one letter ("certificats" -> "certificat", "système" -> "system")."""
 
-    def __init__(self, index: Vocabulary, prefix: int, min_units: int = 2) -> None:
+    def __init__(self, index: Vocabulary, prefix: int) -> None:
         self.index = index
         self.prefix = prefix
         self.by_prefix: dict[str, list[tuple[str, str]]] = {}
         for term in index.vocabulary:
             folded = fold(term)
-            if len(folded) >= prefix and folded.isalpha() and (
-                index.document_frequency(term) >= min_units
-            ):
+            if len(folded) >= prefix and folded.isalpha():
                 self.by_prefix.setdefault(folded[:prefix], []).append((folded, term))
 
     def of(self, term: str) -> str | None:

@@ -95,10 +95,6 @@ class RetrievalParams:
       and the first rule refused in bundle mode (5 of 9 in lexical mode), and none of the
       uncovered ones (their corpus words, "back" in "backe", "limit" and "ip" in
       "limiter ... par IP", lie elsewhere; "question" is in 46 % of example-site's units).
-    * ``cognate_min_units`` (2): a corpus word is a cognate only if at least this many
-      units use it; a word of one unit is as likely a code identifier or a name as a word
-      of the docs' prose ("environ", from one example's ``os.environ``, had become the
-      cognate of "environnement" and vetoed a French follow-up's rescue).
     """
 
     rrf_k: int = 60
@@ -159,7 +155,6 @@ class RetrievalParams:
     rescue_content_df: float = 0.2
     rescue_held_units: int = 3
     cognate_prefix: int = 5
-    cognate_min_units: int = 2
 
 
 DEFAULT_PARAMS = RetrievalParams()

@@ -436,9 +436,7 @@ class Site:
     def cognates(self) -> Cognates:
         """The corpus words foreign follow-ups are matched to, indexed on first use."""
         if self._cognates is None:
-            self._cognates = Cognates(
-                self.searcher.lexical, self.params.cognate_prefix, self.params.cognate_min_units
-            )
+            self._cognates = Cognates(self.searcher.lexical, self.params.cognate_prefix)
         return self._cognates
 
     def rescue_question(self, anchors: Sequence[str], question: str) -> str | None:
