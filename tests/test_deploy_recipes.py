@@ -318,7 +318,7 @@ def test_python_workers_entry_answers_under_pyodide(example_site: Path, tmp_path
     assert health["status"] == 200 and json.loads(health["body"])["mode"] == "static"
     result = json.loads(answer["body"])
     assert answer["status"] == 200 and result["kind"] == "passages"
-    assert result["citations"][0]["url"].startswith("/reference/plugin-configuration/")
+    assert any(c["url"].startswith("/reference/plugin-configuration/") for c in result["citations"])
     assert json.loads(credential["body"])["kind"] == "credential"
     assert empty["status"] == 400 and json.loads(empty["body"])["error"]["field"] == "question"
     assert huge["status"] == 413 and json.loads(huge["body"])["error"]["limit"] == 65536

@@ -91,6 +91,7 @@ def checked_out_connections(running: RunningServer) -> int:
     close was cut short stays ACTIVE with no request, so both are counted.
     """
     provider: Any = running.app.state.runtime.providers[0]  # type: ignore[attr-defined]
+    provider = getattr(provider, "inner", provider)  # the app counts errors around it
     pool = provider._client._transport._pool
     active = [c for c in pool.connections if not (c.is_idle() or c.is_closed())]
     return len(pool._requests) + len(active)

@@ -6,7 +6,9 @@ these questions is a probe or a variant of one).
 Before the coverage and known-share signals, the hybrid gate refused 1 of the 8 tune-half
 near-misses (a question about a feature httpx lacks finds the page of a neighbouring
 feature, and the dense cosine is as high there as on a covered question), and lexical
-mode (what static mode runs) answered only 0.66 of the covered questions."""
+mode (what static mode runs) answered only 0.66 of the covered questions. The gate's own
+branch refused 3 of the 8; on main, where the lexical channel also searches a compound
+through its parts (which changes the terms the coverage signal reads), it refuses 2."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ def test_hybrid_gate_refuses_more_near_misses_and_still_answers_the_covered(
     report = evaluate(runtime, _tune("answerable", "near_miss"))
     near_miss = report.kinds["near_miss"]
     assert near_miss.count == 8
-    assert round((1 - near_miss.answered) * near_miss.count) >= 3  # 1 before
+    assert round((1 - near_miss.answered) * near_miss.count) >= 2  # 1 before
     assert report.kinds["answerable"].answered >= 0.95
     refused = {o.question for o in report.outcomes if not o.answered}
     assert (

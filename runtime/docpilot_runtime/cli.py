@@ -18,6 +18,7 @@ from .bundle import BundleError
 from .embedders import EmbedderError
 from .evaluation import EvalError
 from .index.build import BuildError
+from .index.manifest import refresh_bundle
 from .records import RecordsError
 from .root_path import RootPathError, normalise_root_path
 from .schema import OptionsError
@@ -35,7 +36,9 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def cmd_index(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    print(index_built_site(args.site_dir, settings.index, settings.widget).summary())
+    result = index_built_site(args.site_dir, settings.index, settings.widget)
+    refresh_bundle(Path(args.site_dir).resolve(), result.report.path.resolve())
+    print(result.summary())
     return 0
 
 

@@ -71,3 +71,14 @@ def record_bundle(site_root: Path, entry: ManifestEntry) -> Path:
     payload = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     write_atomic(path, payload.encode("utf-8"))
     return path
+
+
+def refresh_bundle(site_root: Path, bundle: Path) -> Path:
+    """Record ``bundle``, just rewritten under ``site_root``, keeping the language and
+    version its entry had: `docpilot index` re-indexes a built site whose manifest still
+    names the bundle's earlier bytes (and the runtime refuses a bundle whose sha256 the
+    manifest contradicts)."""
+    rel = bundle.relative_to(site_root).as_posix()
+    old = next((e for e in read_manifest(site_root) if e.bundle == rel), None)
+    language, version = (old.language, old.version) if old else ("", "")
+    return record_bundle(site_root, bundle_entry(site_root, bundle, language, version))
