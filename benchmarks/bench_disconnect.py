@@ -80,6 +80,7 @@ def abandon(running: RunningServer, server: AnthropicServer, stream: bool) -> tu
 
 def checked_out(running: RunningServer) -> int:
     provider: Any = running.app.state.runtime.providers[0]  # type: ignore[attr-defined]
+    provider = getattr(provider, "inner", provider)  # the app counts errors around it
     pool = provider._client._transport._pool
     active = [c for c in pool.connections if not (c.is_idle() or c.is_closed())]
     return len(pool._requests) + len(active)
