@@ -268,7 +268,11 @@ def test_feedback_and_consent_through_the_api(
         tag = client.post("/api/feedback", json={"turn_id": asked, "rating": "down",
                                                  "reasons": ["because"]})
         assert tag.status_code == 400 and tag.json()["error"]["field"] == "reasons[0]"
-        ok = {"turn_id": consented, "rating": "down", "reasons": ["outdated", "unclear"]}
+        # Without consent only the rating is kept: the note is the reader's own text.
+        unconsented = {"turn_id": asked, "rating": "down", "note": "my own words"}
+        assert client.post("/api/feedback", json=unconsented).status_code == 204
+        ok = {"turn_id": consented, "rating": "down", "reasons": ["outdated", "unclear"],
+              "note": f"the key {SECRET} is in my config"}
         assert client.post("/api/feedback", json=ok).status_code == 204
         # A made-up turn id is answered the same way (no oracle) but never stored.
         made_up = {"turn_id": "f" * 32, "rating": "up"}
@@ -283,4 +287,10 @@ def test_feedback_and_consent_through_the_api(
     assert rows[asked]["question"] is None and rows[asked]["withheld"] == "consent"
     assert rows[consented]["question"] == question
     assert rows[consented]["feedback"]["reasons"] == ["outdated", "unclear"]
-    assert feedback_ids == [consented]
+    # A note holding a credential is dropped, as a history item holding one is.
+    assert rows[consented]["feedback"]["note"] == ""
+    assert rows[asked]["feedback"] == {"rating": "down", "reasons": [], "note": "",
+                                       "created_ms": rows[asked]["feedback"]["created_ms"]}
+    assert sorted(feedback_ids) == sorted([asked, consented])
+    assert SECRET not in everything_stored(records, "")
+    assert "my own words" not in everything_stored(records, "")

@@ -50,6 +50,7 @@ from . import precompressed
 from .bundle_swap import RELOAD_PATH, BundleSwapper, reload_endpoint, reload_secret
 from .caps import Caps, MemoryCaps, client_address
 from .caps_shared import DatabaseCaps
+from .credentials import find_credential
 from .disconnect import cancel_on_disconnect, cancel_once, unless_disconnected
 from .highlight import highlight_result
 from .mcp_server import MCP_PATH, http_mount
@@ -492,6 +493,8 @@ async def feedback(request: Request) -> Response:
         return error_response(exc, exc.status)
     except RequestError as exc:
         return error_response(exc, 400)
+    if item.note and find_credential(item.note) is not None:
+        item = replace(item, note="")  # as a history item holding one: dropped, never kept
     store: FeedbackStore = request.app.state.feedback
     store.put(item, client_of(request))
     recorder = runtime_of(request).recorder

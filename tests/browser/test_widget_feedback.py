@@ -61,3 +61,27 @@ def test_a_failed_send_is_told_apart_from_a_thank_you(reader: Reader) -> None:
     expect(status).to_have_text("Thanks for your feedback.")
     expect(status).to_have_class("dp-fb-done")
     expect(helpful).to_be_disabled()
+
+
+def test_a_note_holding_a_secret_never_leaves_the_browser(reader: Reader) -> None:
+    """The note is the reader's text like the question: the browser's credential check
+    runs on it first, and a note with a secret is not sent (the rating still is)."""
+    page = reader.page
+    secret = "ghp_" + "Q7rT2mXk9LpV4nB8cW1zY6hJ3dF5sA0gE" + "u2"
+    page.goto("/")
+    reader.open_panel()
+    reader.ask(COVERED)
+    reader.wait_answer()
+    page.get_by_role("button", name="Not helpful").click()
+    page.get_by_role("textbox", name="What was wrong or missing? (optional)").fill(
+        f"it failed with my token {secret}"
+    )
+    with page.expect_response("**/api/feedback") as response:
+        page.get_by_role("button", name="Send feedback").click()
+    assert response.value.status == 204
+    sent = response.value.request.post_data or ""
+    assert secret not in sent and "note" not in response.value.request.post_data_json
+    expect(page.locator(".dp-fb-done")).to_have_text(
+        "Thanks for your feedback. Your note looked like it held a password or key, so it"
+        " was not sent."
+    )

@@ -12,7 +12,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +144,8 @@ class Recorder:
         self._store: RecordStore | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._recent: OrderedDict[str, None] = OrderedDict()
+        # Turn ids this process recorded, each with whether its question was withheld.
+        self._recent: OrderedDict[str, bool] = OrderedDict()
         self._last_purge = 0.0
         self.written = 0  # entries moved into the database by this process
 
@@ -165,17 +166,22 @@ class Recorder:
             if awaits_verdict:
                 entry["awaits_verdict"] = True
             await asyncio.to_thread(self.spool.append, entry)
-            self._remember(record.turn_id)
+            self._remember(record.turn_id, record.withheld is not None)
             self._wake.set()
         except Exception as exc:
             log.error("turn %s not recorded: %s", result.turn_id, type(exc).__name__)
 
     async def feedback(self, item: FeedbackRecord) -> bool:
         """Spool feedback for a turn these records know; False (nothing kept) otherwise,
-        so made-up turn ids cannot fill the database."""
+        so made-up turn ids cannot fill the database. On a turn whose question was
+        withheld (no consent, or a credential) only the rating and reasons are kept: the
+        note is the reader's own text, as the question was."""
         try:
-            if not await self.knows(item.turn_id):
+            withheld = await self.withheld(item.turn_id)
+            if withheld is None:
                 return False
+            if withheld and item.note:
+                item = replace(item, note="")
             await asyncio.to_thread(self.spool.append, {"feedback": item.to_dict()})
             self._wake.set()
             return True
@@ -192,15 +198,20 @@ class Recorder:
             log.error("verdict for %s not recorded: %s", item.turn_id, type(exc).__name__)
 
     async def knows(self, turn_id: str) -> bool:
+        return await self.withheld(turn_id) is not None
+
+    async def withheld(self, turn_id: str) -> bool | None:
+        """Whether the turn's question was withheld; None when these records do not know
+        the turn."""
         if turn_id in self._recent:
-            return True
+            return self._recent[turn_id]
         store = self._store
         if store is None:
-            return False
-        return await asyncio.to_thread(store.has_turn, turn_id)
+            return None
+        return await asyncio.to_thread(store.turn_withheld, turn_id)
 
-    def _remember(self, turn_id: str) -> None:
-        self._recent[turn_id] = None
+    def _remember(self, turn_id: str, withheld: bool) -> None:
+        self._recent[turn_id] = withheld
         while len(self._recent) > RECENT_TURNS:
             self._recent.popitem(last=False)
 

@@ -115,9 +115,14 @@ class RecordStore:
             apply_verdicts(self, cursor, verdicts, int(time.time() * 1000))
 
     def has_turn(self, turn_id: str) -> bool:
+        return self.turn_withheld(turn_id) is not None
+
+    def turn_withheld(self, turn_id: str) -> bool | None:
+        """Whether the stored turn's question was withheld; None when there is no such turn."""
         with self._transaction() as cursor:
-            cursor.execute(self._sql("SELECT 1 FROM turns WHERE turn_id = ?"), (turn_id,))
-            return cursor.fetchone() is not None
+            cursor.execute(self._sql("SELECT withheld FROM turns WHERE turn_id = ?"), (turn_id,))
+            row = cursor.fetchone()
+            return None if row is None else row[0] is not None
 
     def turns(self, since_ms: int = 0) -> list[dict[str, Any]]:
         """Every turn since ``since_ms`` (oldest first), each with its `feedback` or None."""
