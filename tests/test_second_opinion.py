@@ -5,6 +5,7 @@ webhook and shown in the report."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,3 +137,46 @@ def test_an_answer_below_the_threshold_gets_no_second_call(
     assert result["kind"] == "answer" and result["confidence"] < 100
     assert len(llm.requests) == 1
     assert turns[0]["verdict"] is None
+
+
+def test_the_second_opinion_counts_against_the_daily_spend(
+    example_site: Path, tmp_path: Path, unit_id: str
+) -> None:
+    """Its call costs money like the answer's: the day's spend holds both, and once the
+    cap is reached the next turn settles as passages with no model and no second call."""
+    from dataclasses import replace
+
+    from docpilot_runtime.app import build_app
+    from docpilot_runtime.caps import MemoryCaps
+    from docpilot_runtime.turn import load_runtime
+
+    steps = [answer_reply(markdown=f"Set `docpilot: exclude` [[{unit_id}]]."), Reply(text="ok")]
+    with OpenAIChatServer(steps) as llm:
+        provider = ProviderSettings(
+            kind="openai", base_url=llm.base_url, model="scripted-model", retries=0
+        )
+        settings = Settings(
+            providers=(provider,),
+            second_opinion=SecondOpinionSettings(enabled=True, min_confidence=0),
+            caps=replace(NO_CAPS, public_usage=True, daily_spend_micro_usd=10**9),
+            records=RecordsSettings(path=str(tmp_path / "records.sqlite3")),
+        )
+        caps = MemoryCaps(settings.caps)
+        runtime = load_runtime(example_site, settings)
+        with serve_app(build_app(runtime, example_site, caps=caps)) as live, httpx.Client(
+            base_url=live.base_url, timeout=60
+        ) as client:
+            first = client.post("/api/ask", json={"question": COVERED}).json()
+            assert first["kind"] == "answer"
+            answer_cost = first["usage"]["cost_micro_usd"]
+            assert answer_cost > 0
+            deadline = time.monotonic() + 30
+            while caps.spent <= answer_cost and time.monotonic() < deadline:
+                time.sleep(0.02)  # polled: the second opinion runs after the answer
+            assert len(llm.requests) == 2
+            assert caps.spent > answer_cost  # the verdict's call was added
+            # The owner's cap is now what was spent: the next turn calls no model at all.
+            caps.settings = replace(caps.settings, daily_spend_micro_usd=caps.spent)
+            second = client.post("/api/ask", json={"question": COVERED}).json()
+            assert second["kind"] == "passages" and second["fallback_reason"] == "spend_cap"
+            assert len(llm.requests) == 2

@@ -644,7 +644,7 @@ def build_app(
         if caps is None and settings.caps.shared:  # every worker counts against one cap
             base = Path(settings.source).parent if settings.source else None
             shared = DatabaseCaps(settings.caps, settings.records.sqlite_path(base))
-            app.state.caps = shared
+            app.state.caps = runtime.caps = shared
         async with (
             mcp.lifespan() if mcp is not None else contextlib.nullcontext(),
             swapper.polling(),
@@ -668,7 +668,7 @@ def build_app(
     app.state.bundles = swapper
     app.state.root_path = normalise_root_path(root_path)
     app.state.feedback = FeedbackStore()
-    app.state.caps = caps if caps is not None else MemoryCaps(settings.caps)
+    app.state.caps = runtime.caps = caps if caps is not None else MemoryCaps(settings.caps)
     return app
 
 

@@ -58,7 +58,7 @@ class SecondOpinionSettings:
 
 @dataclass(frozen=True)
 class Opinion:
-    verdict: Verdict
+    verdict: Verdict | None  # None: the reply named none (the call still cost money)
     model: str  # the provider's name, e.g. "openai:gpt-x"
     cost_micro_usd: int
 
@@ -86,7 +86,7 @@ def read_verdict(text: str) -> Verdict | None:
 async def second_opinion(
     provider: Provider, answer: str, passages: Sequence[tuple[str, str]], max_tokens: int
 ) -> Opinion | None:
-    """Ask ``provider``; None (logged by type only) when it fails or gives no verdict."""
+    """Ask ``provider``; None (logged by type only) when the call fails."""
     prompt = check_prompt(answer, passages)
     try:
         reply = await provider.complete([], [Message("user", prompt)], [], None, max_tokens)
@@ -96,6 +96,4 @@ async def second_opinion(
     verdict = read_verdict(reply.text)
     if verdict is None:
         log.warning("second opinion from %s gave no verdict", provider.name)
-        return None
-    usage = reply.usage
-    return Opinion(verdict, provider.name, cost_micro_usd(provider.model, usage))
+    return Opinion(verdict, provider.name, cost_micro_usd(provider.model, reply.usage))

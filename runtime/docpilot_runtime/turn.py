@@ -26,6 +26,7 @@ import httpx
 
 from .answer import Answer, ask_providers
 from .bundle_source import BundleSource, load_sites
+from .caps import Caps
 from .framing import Framing, framing_for
 from .memory import build_memory, render_memory
 from .metrics import RuntimeMetrics
@@ -67,6 +68,7 @@ class Runtime:
     http: httpx.AsyncClient | None = None  # for site tools; made when a site declares any
     recorder: Recorder | None = None  # set by the app while it serves; None records nothing
     metrics: RuntimeMetrics | None = None  # set by the app; counts turns and stage latencies
+    caps: Caps | None = None  # set by the app; second opinions count against its daily spend
     # Second opinions still being asked (after their turns were answered).
     _checks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
     source: BundleSource | None = None  # where `sites` came from, for a reload (bundle_swap)
@@ -170,13 +172,17 @@ class Runtime:
         options = self.settings.second_opinion
         provider = self.providers[min(options.provider, len(self.providers) - 1)]
         try:
+            if self.caps is not None and await self.caps.spend_exhausted():
+                return  # the day's spend is used up: no call, the turn keeps no verdict
             opinion = await second_opinion(
                 provider, result.markdown, passages, options.max_tokens
             )
+            if opinion is not None and self.caps is not None:
+                await self.caps.record_spend(opinion.cost_micro_usd)
         except Exception as exc:  # never let a check's failure reach the loop's log as text
             log.warning("second opinion failed: %s", type(exc).__name__)
             return
-        if opinion is not None and self.recorder is not None:
+        if opinion is not None and opinion.verdict is not None and self.recorder is not None:
             record = VerdictRecord(
                 result.turn_id, opinion.verdict, opinion.model, opinion.cost_micro_usd
             )
