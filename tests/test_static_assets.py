@@ -215,6 +215,12 @@ def test_static_mode_refuses_bad_requests_like_the_server(static_text: str) -> N
     assert json.loads(browser.ask_static("not json"))["error"]["field"] == "body"
     too_long = json.loads(browser.ask_static(json.dumps({"question": "x" * 2001})))
     assert too_long["error"]["limit"] == 2000
+    # The owner's limit, as the widget passes it on, holds instead of the default.
+    owners = json.loads(browser.ask_static(json.dumps({"question": "x" * 2001}), 3000))
+    assert "error" not in owners
+    assert json.loads(browser.ask_static(json.dumps({"question": "x" * 3001}), 3000))["error"][
+        "limit"
+    ] == 3000
     unknown = json.loads(browser.ask_static(json.dumps({"question": "hi", "stream": True})))
     assert unknown["error"]["field"] == "stream"
 

@@ -1082,7 +1082,7 @@ class Widget {
     }
     this.noteFallback();
     ui.progress(T.searching);
-    return call("ask", { request: body });
+    return call("ask", { request: body, maxQuestionChars: maxChars });
   }
 
   async ask(raw) {

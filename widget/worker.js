@@ -15,7 +15,9 @@
 //                                     dropped: ["page", "history[2]", ...]} (drop those, then send)
 //   {id, type: "load", bundleUrl?}   static mode: fetch and decode the index
 //                                    (default: static.json beside this file)
-//   {id, type: "ask", request}       static mode: request = the body of POST /api/ask
+//   {id, type: "ask", request, maxQuestionChars?}
+//                                    static mode: request = the body of POST /api/ask,
+//                                    checked against the owner's question limit
 //                                    -> the result object, as the server's
 // Messages out: {id, ok: true, result} or {id, ok: false, error: "message"}.
 // Pyodide boots on the first message, whatever it is; "boot" answers {bootMs, version}.
@@ -148,10 +150,10 @@ function check(runtime, { question, quote, history, page }) {
   }
 }
 
-async function ask(runtime, request) {
+async function ask(runtime, request, maxQuestionChars) {
   if (!request || typeof request !== "object") throw new Error("ask: request must be an object");
   if (!loaded) await load(runtime);
-  const result = JSON.parse(runtime.browser.ask_static(JSON.stringify(request)));
+  const result = JSON.parse(runtime.browser.ask_static(JSON.stringify(request), maxQuestionChars ?? null));
   if (result.error) {
     // The same refusal the server answers with 400: {field, message, limit?}.
     throw new Error(`${result.error.field}: ${result.error.message}`);
@@ -169,7 +171,7 @@ async function handle(message) {
     case "load":
       return load(runtime, message.bundleUrl);
     case "ask":
-      return ask(runtime, message.request);
+      return ask(runtime, message.request, message.maxQuestionChars);
     default:
       throw new Error(`unknown message type ${JSON.stringify(message.type)}`);
   }

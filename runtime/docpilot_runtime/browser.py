@@ -80,8 +80,9 @@ def load_static(data: str | bytes, prefix: str = "/", where: str = STATIC_NAME) 
     _site = static_site(data, prefix, where)
 
 
-def ask_static(request_json: str) -> str:
-    """One turn in static mode. Takes the JSON body of ``POST /api/ask``; returns the
+def ask_static(request_json: str, max_question_chars: int | None = None) -> str:
+    """One turn in static mode. Takes the JSON body of ``POST /api/ask`` (and the owner's
+    ``max_question_chars``, the widget's option, when it is not the default); returns the
     result object as JSON, or ``{"error": {field, message, limit?}}`` for a request the
     server would refuse with 400."""
     if _site is None:
@@ -91,7 +92,8 @@ def ask_static(request_json: str) -> str:
             body = json.loads(request_json)
         except (ValueError, RecursionError):
             raise RequestError("body", "is not valid JSON") from None
-        request = parse_ask_request(body, Limits())
+        limits = Limits() if not max_question_chars else Limits(max_question_chars=max_question_chars)
+        request = parse_ask_request(body, limits)
     except RequestError as exc:
         return json.dumps(exc.to_dict(), ensure_ascii=False)
     return json.dumps(ask_without_model(_site, request).to_dict(), ensure_ascii=False)

@@ -213,7 +213,7 @@ WIDGET = Table(
         Key("support_url", "str", "", "handoff link shown on refusals", prefixes=(*HTTP, "mailto:", "/")),
         Key("history", "bool", False, "keep past conversations in `localStorage`"),
         Key("require_consent", "bool", False, "show readers a short notice with Accept, and send `\"consent\": true` only once they accept; pair it with the runtime's `[records] require_consent` (static mode records nothing and shows no notice)"),
-        Key("max_question_chars", "int", 2000, "the question box's limit, shown by its counter (a longer question is kept in the box, not sent); set it to the runtime's `[server] max_question_chars`, which the widget also adopts when the runtime refuses a question as too long", low=1),
+        Key("max_question_chars", "int", 2000, "the question box's limit, shown by its counter (a longer question is kept in the box, not sent); set it to the runtime's `[server] max_question_chars`, which the widget also adopts when the runtime refuses a question as too long; in static mode it is the limit", low=1),
         Key("language", "str", "", "language of the widget's own strings", default_doc="`theme.language` (plugin) or the first page's `lang`, else `en`"),
         Key("strings", "str-table", {}, "replace individual interface strings"),
         Key("pyodide_url", "str", "", "load Pyodide from another address instead of copying it into `site/`", prefixes=(*HTTP, "/")),

@@ -3,7 +3,7 @@ runtime at all; the widget answers in the browser from the site's own files."""
 
 from __future__ import annotations
 
-from browsing import Reader
+from browsing import Reader, with_widget_config
 from playwright.sync_api import expect
 
 COVERED = "How do I exclude a page from the assistant?"
@@ -37,3 +37,18 @@ def test_static_site_answers_in_the_browser_with_no_runtime(
     # The history travelled to the in-browser runtime like it would to a server.
     history = page.evaluate("JSON.parse(sessionStorage.getItem('docpilot:chat')).turns.length")
     assert history == 3
+
+
+def test_static_mode_takes_the_owner_s_question_limit(reader: Reader, static_server: str) -> None:
+    """The owner's `max_question_chars` (3,000 here) holds in the browser's runtime too,
+    not the server's default of 2,000."""
+    page = reader.page
+    with_widget_config(page, "/", lambda config: config.update(max_question_chars=3000))
+    page.goto(f"{static_server}/")
+    reader.open_panel()
+    long = COVERED + " " + "Please explain it in detail. " * 85  # about 2,500 characters
+    assert 2000 < len(long.strip()) < 3000
+    reader.ask(long)
+    body = reader.wait_answer()
+    assert body.get_attribute("data-kind") == "passages"
+    expect(page.locator(".dp-turn .dp-error")).to_have_count(0)
