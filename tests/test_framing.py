@@ -106,3 +106,24 @@ def test_a_japanese_page_gets_japanese_refusal_passages_and_progress(
 def test_without_lang_the_runtime_speaks_english(client: httpx.Client) -> None:
     answer = events(client, {"question": COVERED})[-1][1]
     assert answer["blocks"][0] == {"t": "p", "c": [ENGLISH.passages]}
+
+
+SECRET = "ghp_" + "Q7rT2mXk9LpV4nB8cW1zY6hJ3dF5sA0gE" + "u2"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_credential_warning_is_in_the_page_s_language(
+    client: httpx.Client, lang: str
+) -> None:
+    """The server's reply and the browser's check (which the widget shows first) agree."""
+    from docpilot_runtime import browser
+
+    question = f"why does {SECRET} fail?"
+    result = client.post("/api/ask", json={"question": question, "lang": lang}).json()
+    assert result["kind"] == "credential"
+    table = FRAMINGS[lang]
+    assert result["markdown"].startswith(table.credential.split("{label}")[0])
+    assert table.rotate_key.split("**")[0] in result["markdown"]
+    assert SECRET not in json.dumps(result)
+    local = browser.check(question, lang=lang)["credential"]
+    assert local["markdown"] == result["markdown"]

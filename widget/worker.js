@@ -9,7 +9,7 @@
 // Messages in (every one carries an id the reply repeats):
 //   {id, type: "boot", pyodideUrl?}  start Pyodide now; pyodideUrl overrides pyodide/
 //                                    (send it first: only the booting message's URL counts)
-//   {id, type: "check", question, quote?, history?, page?}
+//   {id, type: "check", question, quote?, history?, page?, lang?}
 //                                    what the widget is about to send; answers
 //                                    {credential: {kind, label, markdown, start, end, field} | null,
 //                                     dropped: ["page", "history[2]", ...]} (drop those, then send)
@@ -139,9 +139,9 @@ async function load(runtime, bundleUrl) {
   return { loadMs: Math.round(performance.now() - began) };
 }
 
-function check(runtime, { question, quote, history, page }) {
+function check(runtime, { question, quote, history, page, lang }) {
   if (typeof question !== "string") throw new Error("check: question must be a string");
-  const proxy = runtime.browser.check(question, quote ?? null, JSON.stringify(history ?? []), page ?? null);
+  const proxy = runtime.browser.check(question, quote ?? null, JSON.stringify(history ?? []), page ?? null, lang ?? null);
   try {
     const found = proxy.toJs({ dict_converter: Object.fromEntries });
     return { credential: found.credential ?? null, dropped: found.dropped ?? [] };

@@ -20,6 +20,7 @@ from typing import Any
 
 from .bundle import STATIC_NAME, decode_static
 from .credentials import carries_credential, credential_reply, screen_request
+from .framing import framing_for
 from .lexical import LexicalIndex
 from .markdown_tree import trusted_blocks
 from .retrieval import Searcher, Site, ask_without_model
@@ -29,7 +30,11 @@ _site: Site | None = None
 
 
 def check(
-    question: str, quote: str | None = None, history_json: str = "[]", page: str | None = None
+    question: str,
+    quote: str | None = None,
+    history_json: str = "[]",
+    page: str | None = None,
+    lang: str | None = None,
 ) -> dict[str, Any]:
     """The credential check alone, for the widget before it sends anything anywhere.
 
@@ -51,12 +56,13 @@ def check(
     found = screened.credential
     if found is None:
         return {"credential": None, "dropped": dropped}
+    reply = credential_reply(found, framing_for(lang))
     return {
         "credential": {
             "kind": found.kind,
             "label": found.label,
-            "markdown": credential_reply(found),
-            "blocks": trusted_blocks(credential_reply(found)),
+            "markdown": reply,
+            "blocks": trusted_blocks(reply),
             "start": found.start,
             "end": found.end,
             "field": screened.field,
@@ -92,7 +98,7 @@ def ask_static(request_json: str, max_question_chars: int | None = None) -> str:
             body = json.loads(request_json)
         except (ValueError, RecursionError):
             raise RequestError("body", "is not valid JSON") from None
-        limits = Limits() if not max_question_chars else Limits(max_question_chars=max_question_chars)
+        limits = Limits(max_question_chars=max_question_chars) if max_question_chars else Limits()
         request = parse_ask_request(body, limits)
     except RequestError as exc:
         return json.dumps(exc.to_dict(), ensure_ascii=False)

@@ -91,6 +91,7 @@ from .credential_patterns import (
     WEAK_PASSWORDS,
     TokenFormat,
 )
+from .framing import ENGLISH, Framing
 from .types import AskRequest
 
 __all__ = [
@@ -275,19 +276,11 @@ def screen_request(request: AskRequest) -> Screened:
 _PASSWORD_KINDS = frozenset({"password_assignment", "connection_string_password"})
 
 
-def credential_reply(match: CredentialMatch) -> str:
-    """Tell the reader, in short Markdown, what was recognised and to rotate it; no secret text."""
-    if match.kind in _PASSWORD_KINDS:
-        action = "**change that password now**"
-    else:
-        action = "**revoke or rotate it now** with the service that issued it"
-    return (
-        f"Your question seems to contain a secret (recognised: **{match.label}**), so it was "
-        "not processed: nothing was searched, no model saw it, and it was not logged or "
-        "saved.\n\n"
-        f"Treat the secret as exposed and {action}. Then ask again with a placeholder such "
-        "as `YOUR_API_KEY` in its place."
-    )
+def credential_reply(match: CredentialMatch, framing: Framing = ENGLISH) -> str:
+    """Tell the reader, in short Markdown in the page's language, what was recognised and
+    to rotate it; no secret text."""
+    rotate = framing.rotate_password if match.kind in _PASSWORD_KINDS else framing.rotate_key
+    return framing.credential.format(label=match.label) + "\n\n" + rotate
 
 
 # --- Tier 1: vendor formats -------------------------------------------------------------

@@ -501,7 +501,7 @@ def opening_result(
     if found is not None:
         credential = Result(
             kind="credential",
-            markdown=credential_reply(found),
+            markdown=credential_reply(found, framing_for(request.lang)),
             credential_kind=found.kind,
             **base,
         )
