@@ -31,7 +31,9 @@ def app_from_env() -> Starlette:
     settings = load_settings()
     if os.environ.get(SHARED_CAPS_ENV) == "1":
         settings = replace(settings, caps=replace(settings.caps, shared=True))
-    from .serving import guard_logs
+    from .serving import freeze_loaded, guard_logs
 
     guard_logs()
-    return create_app(site, settings, os.environ.get(ROOT_PATH_ENV, ""))
+    app = create_app(site, settings, os.environ.get(ROOT_PATH_ENV, ""))
+    freeze_loaded()
+    return app

@@ -57,7 +57,7 @@ def serve(
     # Imported here so `docpilot index` and `ask` do not pay for the web stack.
     import uvicorn
 
-    from .serving import guard_logs, uvicorn_config
+    from .serving import freeze_loaded, guard_logs, uvicorn_config
 
     prefix = normalise_root_path(root_path)
     # Fails here, naming the file or the prefix, before any worker starts.
@@ -82,6 +82,7 @@ def serve(
         return
     config = uvicorn_config(app, settings, host, port)
     guard_logs()
+    freeze_loaded()
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it is meant to stop
         uvicorn.Server(config).run()
 
