@@ -19,13 +19,6 @@ the channels' raw signals instead:
 * ``known_share``: the share of the same idf mass carried by terms the corpus uses at
   all: the subject of a near-miss ("Okta", "Confluence", "IPv6") is often a word no
   page contains.
-* ``lexical_proximity``: the share of the question's adjacent content-term pairs
-  ("rate limit", "limit requests", "client ip"), each weighted by the smaller idf of
-  its two terms, whose two terms stand within ``proximity_window`` tokens of each other
-  in one of the ``proximity_units`` best units (the best such unit counts). A
-  near-miss tends to match its words apart ("rate" in one sentence, "limit" in
-  another) and not together; a word salad's words come from different units and
-  never pair up, a covered probe's come from one unit and often do.
 
 A covered question has one clear winner; an uncovered one finds many equally weak
 passages — hence strength *and* margin. Each signal is placed on a corpus-relative
@@ -71,7 +64,6 @@ class Signals:
     dense_margin: float | None = None
     lexical_coverage: float = 0.0
     known_share: float = 0.0
-    lexical_proximity: float = 0.0
 
     def get(self, name: str) -> float:
         value = getattr(self, name)
@@ -179,7 +171,6 @@ _DEFAULT_ANCHORS = {
     "dense_margin": Anchor(uncovered=0.01, covered=0.08),
     "lexical_coverage": Anchor(uncovered=0.15, covered=0.9),
     "known_share": Anchor(uncovered=0.5, covered=1.0),
-    "lexical_proximity": Anchor(uncovered=0.0, covered=0.4),
 }
 
 

@@ -112,11 +112,10 @@ class RetrievalParams:
         default_factory=lambda: _frozen(
             {
                 "hybrid": {
-                    "lexical_coverage": 3 / 9,
-                    "known_share": 2 / 9,
-                    "lexical_proximity": 2 / 9,
-                    "lexical_margin": 1 / 9,
-                    "dense_strength": 1 / 9,
+                    "lexical_coverage": 3 / 7,
+                    "known_share": 2 / 7,
+                    "lexical_margin": 1 / 7,
+                    "dense_strength": 1 / 7,
                 },
                 "lexical": {
                     "lexical_strength": 0.5,
@@ -137,7 +136,6 @@ class RetrievalParams:
                 "dense_margin": 0.03,
                 "lexical_coverage": 0.1,
                 "known_share": 0.1,
-                "lexical_proximity": 0.1,
             }
         )
     )
@@ -148,12 +146,10 @@ class RetrievalParams:
     page_support: float = 0.2
     gate_threshold: Mapping[str, tuple[str, float]] = field(
         default_factory=lambda: MappingProxyType(
-            {"hybrid": ("salads", 0.15), "lexical": ("off_topic", 0.9)}
+            {"hybrid": ("salads", 0.05), "lexical": ("off_topic", 0.9)}
         )
     )
     threshold_range: tuple[float, float] = (0.1, 0.75)
-    proximity_window: int = 5
-    proximity_units: int = 5
     rescue_unseen_terms: int = 0
     rescue_foreign_share: float = 0.5
     rescue_content_df: float = 0.2

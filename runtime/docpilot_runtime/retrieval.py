@@ -40,7 +40,7 @@ from .passages import page_title_of, passages_blocks, preview
 from .paths import page_key
 from .refusal import refusal_blocks
 from .social import match_social
-from .tokenize import content_tokens, query_terms, search_term_counts, search_terms, tokenize
+from .tokenize import query_terms, search_term_counts, search_terms, tokenize
 from .types import COMPLETED_KINDS, AskRequest, Citation, HistoryItem, PageRef, Result
 
 Mode = Literal["hybrid", "lexical"]
@@ -123,7 +123,7 @@ class UnitText(Protocol):
 
 def unit_terms(unit: UnitText) -> frozenset[str]:
     """Every index term of a unit: its title, breadcrumb and text, as the index reads them."""
-    return frozenset(unit_tokens(unit))
+    return frozenset(tokenize(f"{unit.title}\n{' '.join(unit.breadcrumb)}\n{unit.text}"))
 
 
 def coverage_signals(
@@ -149,64 +149,6 @@ def coverage_signals(
     total = max(sum(weights.values()), 2.0 * idf(index.count, max(1, round(0.05 * index.count))))
     held = sum(w for t, w in weights.items() if t in best)
     return held / total, known / total
-
-
-def _within(first: Sequence[int], second: Sequence[int], window: int) -> bool:
-    """Whether two ascending position lists hold a pair at most ``window`` apart."""
-    i = j = 0
-    while i < len(first) and j < len(second):
-        if abs(first[i] - second[j]) <= window:
-            return True
-        if first[i] < second[j]:
-            i += 1
-        else:
-            j += 1
-    return False
-
-
-def proximity_signal(
-    index: LexicalScorer,
-    sequence: Sequence[str],
-    units: Sequence[Sequence[str]],
-    window: int,
-) -> float:
-    """The share of a question's adjacent content-term pairs held together by one unit.
-
-    ``sequence`` is the question's content tokens in order (``tokenize.content_tokens``),
-    ``units`` the token lists of the best units. Each distinct adjacent pair of different
-    terms weighs the smaller idf of its two (a term the corpus never uses at the highest
-    idf); a pair is held when its terms stand at most ``window`` tokens apart in the
-    unit. The signal is the best unit's held share. A question with a single content
-    term scores 1 when the best unit holds it, and one with none scores 0."""
-    pairs = list(dict.fromkeys((a, b) for a, b in zip(sequence, sequence[1:]) if a != b))
-    if not pairs:
-        return 1.0 if sequence and units and sequence[0] in units[0] else 0.0
-    weights = {}
-    for term in dict.fromkeys(sequence):
-        weights[term] = idf(index.count, index.document_frequency(term))
-    total = sum(min(weights[a], weights[b]) for a, b in pairs)
-    if total <= 0:
-        return 0.0
-    best = 0.0
-    for tokens in units:
-        positions: dict[str, list[int]] = {}
-        for n, token in enumerate(tokens):
-            if token in weights:
-                positions.setdefault(token, []).append(n)
-        held = sum(
-            min(weights[a], weights[b])
-            for a, b in pairs
-            if a in positions
-            and b in positions
-            and _within(positions[a], positions[b], window)
-        )
-        best = max(best, held / total)
-    return best
-
-
-def unit_tokens(unit: UnitText) -> list[str]:
-    """A unit's index tokens in order: its title, breadcrumb and text."""
-    return tokenize(f"{unit.title}\n{' '.join(unit.breadcrumb)}\n{unit.text}")
 
 
 class Searcher:
@@ -271,14 +213,6 @@ class Searcher:
         best = unit_terms(self.units[order[0]]) if order and self.units else frozenset()
         return coverage_signals(self.lexical, search_terms(text), best)
 
-    def proximity(self, text: str, order: Sequence[int]) -> float:
-        """``proximity_signal`` of the question against its ``proximity_units`` best units."""
-        if not self.units:
-            return 0.0
-        p = self.params
-        units = [unit_tokens(self.units[u]) for u in order[: p.proximity_units]]
-        return proximity_signal(self.lexical, content_tokens(text), units, p.proximity_window)
-
     def search(self, text: str, query: object | None = None) -> Ranking:
         """``query`` is the dense channel's embedding of ``text`` (None: lexical only)."""
         p = self.params
@@ -301,7 +235,6 @@ class Searcher:
                 lexical_margin=lex_margin,
                 lexical_coverage=coverage,
                 known_share=known,
-                lexical_proximity=self.proximity(text, order),
             )
             return Ranking(order=order, mode="lexical", signals=signals, lexical=lexical)
         dense = self.dense.search(query, p.dense_candidates)[: p.channel_depth]
@@ -323,7 +256,6 @@ class Searcher:
             dense_margin=margin(dense_scores, 5),
             lexical_coverage=coverage,
             known_share=known,
-            lexical_proximity=self.proximity(text, order),
         )
         return Ranking(order=order, mode="hybrid", signals=signals, lexical=lexical, dense=dense)
 

@@ -172,20 +172,11 @@ def search_term_counts(text: str, compounds: bool = False) -> dict[str, int]:
     query-term-frequency weight (``lexical.query_tf_weight``): a word the reader repeats
     ("proxies … proxy … a proxy") is what the question is about."""
     counts: dict[str, int] = {}
-    for token in content_tokens(text, compounds):
+    for token in tokenize(text):
+        if token in FUNCTION_WORDS or (not compounds and _is_compound(token)):
+            continue
         counts[token] = counts.get(token, 0) + 1
     return counts
-
-
-def content_tokens(text: str, compounds: bool = False) -> list[str]:
-    """The question's tokens in order, repeats kept, minus function words and (unless
-    ``compounds``) whole word compounds: what ``search_term_counts`` counts, and the
-    sequence whose adjacent pairs the gate's proximity signal reads."""
-    return [
-        t
-        for t in tokenize(text)
-        if t not in FUNCTION_WORDS and (compounds or not _is_compound(t))
-    ]
 
 
 def search_terms(text: str) -> list[str]:
