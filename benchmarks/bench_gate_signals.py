@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -43,7 +44,7 @@ from docpilot_runtime.evaluation import evaluation_runtime, load_questions
 from docpilot_runtime.index.calibrate import covered_probes, salad_probes
 from docpilot_runtime.lexical import idf
 from docpilot_runtime.retrieval import Ranking, Searcher, coverage_signals, unit_terms
-from docpilot_runtime.tokenize import FUNCTION_WORDS, _is_compound, search_terms, tokenize
+from docpilot_runtime.tokenize import search_term_counts, search_terms, tokenize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lexical import CORPORA, DEVSETS, build
@@ -66,9 +67,7 @@ def auc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
     """P(a positive scores above a negative), ties counting half."""
     if not positive or not negative:
         return None
-    wins = sum(
-        1.0 if p > n else 0.5 if p == n else 0.0 for p in positive for n in negative
-    )
+    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in positive for n in negative)
     return wins / (len(positive) * len(negative))
 
 
@@ -79,9 +78,7 @@ class Candidates:
         self.searcher = searcher
         self.lexical = searcher.lexical
         units = searcher.units
-        self.tokens = [
-            tokenize(f"{u.title}\n{' '.join(u.breadcrumb)}\n{u.text}") for u in units
-        ]
+        self.tokens = [tokenize(f"{u.title}\n{' '.join(u.breadcrumb)}\n{u.text}") for u in units]
         pages: dict[int, set[str]] = {}
         for unit in units:
             pages.setdefault(unit.page, set()).update(unit_terms(unit))
@@ -91,10 +88,11 @@ class Candidates:
         return idf(self.lexical.count, self.lexical.document_frequency(term))
 
     def proximity(self, text: str, order: Sequence[int]) -> float:
-        sequence = [
-            t for t in tokenize(text) if t not in FUNCTION_WORDS and not _is_compound(t)
-        ]
-        pairs = list(dict.fromkeys((a, b) for a, b in zip(sequence, sequence[1:]) if a != b))
+        # The question's search terms in order, repeats kept (function words and
+        # compounds dropped).
+        searched = search_term_counts(text)
+        sequence = [t for t in tokenize(text) if t in searched]
+        pairs = list(dict.fromkeys((a, b) for a, b in itertools.pairwise(sequence) if a != b))
         if not order:
             return 0.0
         if not pairs:
@@ -137,7 +135,9 @@ class Candidates:
         return float(pages[ranking.lexical[0][0]] == pages[ranking.dense[0][0]])
 
 
-def site_rows(corpus: str, site_dir: Path, mode: str, smoke: bool) -> dict[str, list[dict[str, float]]]:
+def site_rows(
+    corpus: str, site_dir: Path, mode: str, smoke: bool
+) -> dict[str, list[dict[str, float]]]:
     """Every signal of every tune question and probe, by set."""
     runtime = evaluation_runtime(site_dir, "lexical" if mode == "lexical" else "bundle")
     site = runtime.sites[0]
@@ -182,9 +182,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     names = [*GATE_SIGNALS, *CANDIDATES]
     print(f"# bench_gate_signals: {dt.date.today().isoformat()}, tree {tree_state()}\n")
     print("AUC, answerable over near-miss (tune half); in brackets covered probes over salads.\n")
-    print(
-        "| corpus | mode | " + " | ".join(names) + " |\n|---|---|" + "---:|" * len(names)
-    )
+    print("| corpus | mode | " + " | ".join(names) + " |\n|---|---|" + "---:|" * len(names))
     with tempfile.TemporaryDirectory(prefix="bench-gate-signals-") as tmp:
         workdir = args.workdir or Path(tmp)
         for corpus in corpora:
@@ -193,7 +191,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 rows = site_rows(corpus, site_dir, mode, args.smoke)
                 cells = []
                 for name in names:
-                    if mode == "lexical" and name in ("dense_strength", "dense_margin", "agreement"):
+                    if mode == "lexical" and name in (
+                        "dense_strength",
+                        "dense_margin",
+                        "agreement",
+                    ):
                         cells.append("–")
                         continue
                     values = {k: [r[name] for r in v] for k, v in rows.items()}
