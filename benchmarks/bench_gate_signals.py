@@ -21,6 +21,9 @@ none in the runtime:
 * ``page_coverage``: ``lexical_coverage`` against the best unit's whole page.
 * ``agreement`` (hybrid): 1 when the lexical list's best unit is on the dense list's best
   unit's page.
+* ``sentence_cosine`` (hybrid): the highest cosine between the question's embedding and one
+  sentence's (each embedded with the same embedder, at query time) among the 3 best units:
+  whether one sentence says what the question asks, rather than the unit as a whole.
 
     .venv/bin/python benchmarks/bench_gate_signals.py
     .venv/bin/python benchmarks/bench_gate_signals.py --workdir /tmp/gate-sites --reuse
@@ -35,11 +38,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import itertools
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 from docpilot_runtime.evaluation import evaluation_runtime, load_questions
 from docpilot_runtime.index.calibrate import covered_probes, salad_probes
 from docpilot_runtime.lexical import idf
@@ -58,7 +63,8 @@ GATE_SIGNALS = (
     "lexical_coverage",
     "known_share",
 )
-CANDIDATES = ("proximity", "rarest_held", "page_coverage", "agreement")
+CANDIDATES = ("proximity", "rarest_held", "page_coverage", "agreement", "sentence_cosine")
+DENSE_ONLY = ("dense_strength", "dense_margin", "agreement", "sentence_cosine")
 WINDOW = 5
 PROXIMITY_UNITS = 5
 
@@ -83,6 +89,7 @@ class Candidates:
         for unit in units:
             pages.setdefault(unit.page, set()).update(unit_terms(unit))
         self.page_terms = {page: frozenset(terms) for page, terms in pages.items()}
+        self.sentences: dict[int, np.ndarray] = {}
 
     def idf(self, term: str) -> float:
         return idf(self.lexical.count, self.lexical.document_frequency(term))
@@ -128,6 +135,25 @@ class Candidates:
         page = self.searcher.units[order[0]].page
         return coverage_signals(self.lexical, search_terms(text), self.page_terms[page])[0]
 
+    def sentence_cosine(self, text: str, order: Sequence[int]) -> float:
+        dense = self.searcher.dense
+        query = dense.embed(text) if dense is not None else None
+        if query is None or not order:
+            return 0.0
+        best = -1.0
+        for unit in order[:3]:
+            if unit not in self.sentences:
+                record = self.searcher.units[unit]
+                parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+|\n+", record.text)]
+                parts = [p for p in parts if len(p) > 15] or [record.title]
+                vectors = np.array([dense.embed(p) for p in parts], dtype=np.float32)
+                norms = np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-9
+                self.sentences[unit] = vectors / norms
+            vector = np.asarray(query, dtype=np.float32)
+            vector = vector / (np.linalg.norm(vector) + 1e-9)
+            best = max(best, float((self.sentences[unit] @ vector).max()))
+        return best
+
     def agreement(self, ranking: Ranking) -> float:
         if not ranking.lexical or not ranking.dense:
             return 0.0
@@ -157,6 +183,7 @@ def site_rows(
         "rarest_held": lambda text, r: candidates.rarest_held(text, r.order),
         "page_coverage": lambda text, r: candidates.page_coverage(text, r.order),
         "agreement": lambda _text, r: candidates.agreement(r),
+        "sentence_cosine": lambda text, r: candidates.sentence_cosine(text, r.order),
     }
     rows: dict[str, list[dict[str, float]]] = {}
     for name, texts in sets.items():
@@ -191,11 +218,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 rows = site_rows(corpus, site_dir, mode, args.smoke)
                 cells = []
                 for name in names:
-                    if mode == "lexical" and name in (
-                        "dense_strength",
-                        "dense_margin",
-                        "agreement",
-                    ):
+                    if mode == "lexical" and name in DENSE_ONLY:
                         cells.append("–")
                         continue
                     values = {k: [r[name] for r in v] for k, v in rows.items()}
