@@ -13,6 +13,12 @@ set with `docpilot_runtime.evaluation` in bundle (hybrid) and lexical mode, and 
     .venv/bin/python benchmarks/bench_conversation.py --split tune
     .venv/bin/python benchmarks/bench_conversation.py --smoke    # example-site, few questions
     .venv/bin/python benchmarks/bench_conversation.py --split tune --features
+    .venv/bin/python benchmarks/bench_conversation.py --set followups   # the follow-up set
+
+``--set followups`` reads ``benchmarks/devsets/followups/<corpus>/`` instead of the dev sets:
+follow-ups only (elliptical and uncovered, most in languages other than the corpus's),
+written to choose the composed channel's rule on more than the dev sets' few; it is
+reported on its own, never pooled with the dev sets.
 
 ``--features`` prints, per follow-up, what the rescue rule was chosen from
 (``docpilot_runtime.followup``): the plain and composed gate scores over the threshold,
@@ -169,6 +175,12 @@ def fmt(value: Any) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=["tune", "test"], default="test")
+    parser.add_argument(
+        "--set",
+        choices=["devsets", "followups"],
+        default="devsets",
+        help="the four dev sets, or the follow-up set (benchmarks/devsets/followups/)",
+    )
     parser.add_argument("--smoke", action="store_true", help="example-site, a few questions")
     parser.add_argument("--corpus", action="append", choices=CORPORA, help="only these")
     parser.add_argument("--features", action="store_true", help="per follow-up signals")
@@ -177,14 +189,17 @@ def main() -> None:
     corpora = ["example-site"] if args.smoke else (args.corpus or list(CORPORA))
     print(
         f"# bench_conversation · {time.strftime('%Y-%m-%d')} · tree {tree_state()} · "
-        f"split {args.split}\n"
+        f"split {args.split} · set {args.set}\n"
     )
     totals: dict[str, dict[str, int]] = {}
     pooled: dict[str, list[Outcome]] = {}
     langs: dict[str, dict[str, list[int]]] = {}
     for corpus in corpora:
         site = build(corpus, args.rebuild)
-        questions = load_questions(HERE / "devsets" / corpus / f"{args.split}.jsonl")
+        folder = HERE / "devsets" / corpus
+        if args.set == "followups":
+            folder = HERE / "devsets" / "followups" / corpus
+        questions = load_questions(folder / f"{args.split}.jsonl")
         if args.smoke:
             picked: list[EvalQuestion] = []
             for kind in ("answerable", "unrelated", "followup_elliptical", "followup_unrelated"):
