@@ -25,8 +25,10 @@ reported on its own, never pooled with the dev sets.
 the follow-up's own content terms (beyond the earlier question's, no function words),
 how many of those the corpus never uses, the share of all its terms the corpus knows
 (low: another language), how many of its corpus words (exact or cognate) held in few
-units are found in the composed question's best units, the score of the question the
-rule rescues it on ("-": not rescued), and the cognates it matched.
+units are found in the composed question's best units, how many of its words unknown to
+the corpus are written like names (``followup.name_terms``), whether it opens with the
+word for "and" of some language (y/n), the score of the question the rule rescues it on
+("-": not rescued), and the cognates it matched.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from docpilot_runtime.evaluation import (
     load_questions,
     summarise,
 )
-from docpilot_runtime.followup import followup_terms
+from docpilot_runtime.followup import followup_terms, name_terms, opens_with_and
 from docpilot_runtime.retrieval import anchor_questions
 from docpilot_runtime.turn import Runtime
 
@@ -156,13 +158,16 @@ def features(runtime: Runtime, questions: list[EvalQuestion]) -> None:
         top = set(ranking.order[: p.rescue_held_units])
         held = [t for t in content if top & {u for u, _ in index.search([t], index.count)}]
         rescue = site.rescue_question(anchors, q.question)
+        names = [t for t, m in mapped.items() if m is None and t in name_terms(q.question)]
         verdict = (
             "-" if rescue is None else "%.2f" % (site.judge(site.search(rescue))[1] / threshold)
         )
         print(
             f"{q.kind[9:]:10} {q.lang} plain {plain:5.2f} composed {composed:5.2f} "
             f"own {len(found.own):2} unseen {len(found.unseen):2} known {found.known_share:4.2f} "
-            f"held {len(held)}/{len(content)} rescue {verdict:>5} | {q.question[:50]} | "
+            f"held {len(held)}/{len(content)} names {len(names)} "
+            f"and {'y' if opens_with_and(q.question) else 'n'} "
+            f"rescue {verdict:>5} | {q.question[:50]} | "
             + " ".join(f"{k}~{v}" for k, v in mapped.items() if v and v != k)
         )
     print()
