@@ -198,7 +198,8 @@ def rescue_question(
     words = [t for t in dict.fromkeys(mapped) if t is not None]
     content = [t for t in words if df(t) <= params.rescue_content_df * index.count]
     if not content:
-        if opens_with_and(question) and len(found.unseen) <= params.rescue_opener_unseen:
+        opener = params.rescue_opener_unseen
+        if opener is not None and opens_with_and(question) and len(found.unseen) <= opener:
             return " ".join([*anchors, *words])  # "and ...": it goes on with the earlier turn
         return None
     best = set(composed_order(composed)[: params.rescue_held_units])

@@ -155,7 +155,7 @@ class RetrievalParams:
     rescue_content_df: float = 0.2
     rescue_held_units: int = 3
     cognate_prefix: int = 5
-    rescue_opener_unseen: int = 3
+    rescue_opener_unseen: int | None = None
 
 
 DEFAULT_PARAMS = RetrievalParams()
