@@ -213,7 +213,7 @@ def _followup_halves(name: str) -> tuple[list[object], list[object]]:
 
 
 def test_every_corpus_has_a_follow_up_set() -> None:
-    assert FOLLOWUP_SETS == sorted(ALL_SETS)
+    assert sorted(ALL_SETS) == FOLLOWUP_SETS
 
 
 @pytest.mark.parametrize("name", FOLLOWUP_SETS)

@@ -3,16 +3,28 @@
 A follow-up the gate refused may pass on the earlier question composed with it, but
 only when it depends on the conversation, never when it brings a subject of its own
 that the corpus does not cover ("banana bread" after a covered turn). Measured on the
-dev sets' tune halves (``benchmarks/bench_conversation.py --features``), two cases:
+tune halves of the dev sets and of the follow-up set (``benchmarks/devsets/followups/``;
+``benchmarks/bench_conversation.py --features``), two cases:
 
 * The follow-up is in the corpus's language: every one of its own content words
   (beyond the earlier question's, function words of any language set aside) must be
   a word the corpus uses. An unseen word there names a new subject.
 * The follow-up is in another language (most of its words are unknown to the corpus):
-  unseen words are expected, so what counts is whether the words it shares with the
-  corpus (exactly, or as a cognate: "certificats", "système", "configuración") are
-  about what the conversation is about: each of them must occur in one of the
-  composed question's best units. It is then composed in the corpus's own words.
+  unseen words are expected, so the rule asks two things, and composes it in the
+  corpus's own words when both hold (also when it has no unseen word: "¿y cómo lo hago
+  con Gunicorn?" keeps only "gunicorn", not the Spanish words that weigh on the gate):
+
+  - none of its unseen words is written like a name or a term (a digit, two capitals,
+    or a capital past the first word, except in a language that capitalises every noun):
+    "NTLM", "Prometheus", "2010", "Lyon" name a subject the corpus never does;
+  - the words it shares with the corpus (exactly, or as a cognate: "certificats",
+    "système", "configuración") and that few units hold are about what the conversation
+    is about: each occurs in one of the composed question's best units. With no such
+    word there is nothing to check and it is refused, unless ``rescue_opener_unseen`` is
+    set: then one that opens with some language's "and" (CLDR) and has at most that many
+    unseen words passes. That path is off: it answered more elliptical follow-ups but
+    carried uncovered ones ("en kan het een onderbroken download later hervatten?"),
+    which no word-level signal tells apart (benchmarks/README.md, "Conversations").
 
 Pure Python (standard library only): the browser's static mode runs the same rule.
 """

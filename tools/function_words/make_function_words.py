@@ -23,7 +23,7 @@ Two files:
   thousand words on the first follow-up. ``tests/test_conversation.py`` holds the two
   files equal under the current tokenizer: when it changes, re-run this script.
 
-    .venv/bin/pip install -e '.[function-words]'   # stop-words 2025.11.4; Babel (with mkdocs-material)
+    .venv/bin/pip install -e '.[function-words]'   # stop-words 2025.11.4 (Babel: mkdocs-material)
     .venv/bin/python tools/function_words/make_function_words.py            # from the package
     .venv/bin/python tools/function_words/make_function_words.py --lists    # from stop_words.json
 """
