@@ -13,14 +13,22 @@ set with `docpilot_runtime.evaluation` in bundle (hybrid) and lexical mode, and 
     .venv/bin/python benchmarks/bench_conversation.py --split tune
     .venv/bin/python benchmarks/bench_conversation.py --smoke    # example-site, few questions
     .venv/bin/python benchmarks/bench_conversation.py --split tune --features
+    .venv/bin/python benchmarks/bench_conversation.py --set followups   # the follow-up set
+
+``--set followups`` reads ``benchmarks/devsets/followups/<corpus>/`` instead of the dev sets:
+follow-ups only (elliptical and uncovered, most in languages other than the corpus's),
+written to choose the composed channel's rule on more than the dev sets' few; it is
+reported on its own, never pooled with the dev sets.
 
 ``--features`` prints, per follow-up, what the rescue rule was chosen from
 (``docpilot_runtime.followup``): the plain and composed gate scores over the threshold,
 the follow-up's own content terms (beyond the earlier question's, no function words),
 how many of those the corpus never uses, the share of all its terms the corpus knows
 (low: another language), how many of its corpus words (exact or cognate) held in few
-units are found in the composed question's best units, the score of the question the
-rule rescues it on ("-": not rescued), and the cognates it matched.
+units are found in the composed question's best units, how many of its words unknown to
+the corpus are written like names (``followup.name_terms``), whether it opens with the
+word for "and" of some language (y/n), the score of the question the rule rescues it on
+("-": not rescued), and the cognates it matched.
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ from docpilot_runtime.evaluation import (
     load_questions,
     summarise,
 )
-from docpilot_runtime.followup import followup_terms
+from docpilot_runtime.followup import followup_terms, name_terms, opens_with_and
 from docpilot_runtime.retrieval import anchor_questions
 from docpilot_runtime.turn import Runtime
 
@@ -150,13 +158,16 @@ def features(runtime: Runtime, questions: list[EvalQuestion]) -> None:
         top = set(ranking.order[: p.rescue_held_units])
         held = [t for t in content if top & {u for u, _ in index.search([t], index.count)}]
         rescue = site.rescue_question(anchors, q.question)
+        names = [t for t, m in mapped.items() if m is None and t in name_terms(q.question)]
         verdict = (
             "-" if rescue is None else "%.2f" % (site.judge(site.search(rescue))[1] / threshold)
         )
         print(
             f"{q.kind[9:]:10} {q.lang} plain {plain:5.2f} composed {composed:5.2f} "
             f"own {len(found.own):2} unseen {len(found.unseen):2} known {found.known_share:4.2f} "
-            f"held {len(held)}/{len(content)} rescue {verdict:>5} | {q.question[:50]} | "
+            f"held {len(held)}/{len(content)} names {len(names)} "
+            f"and {'y' if opens_with_and(q.question) else 'n'} "
+            f"rescue {verdict:>5} | {q.question[:50]} | "
             + " ".join(f"{k}~{v}" for k, v in mapped.items() if v and v != k)
         )
     print()
@@ -169,6 +180,12 @@ def fmt(value: Any) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=["tune", "test"], default="test")
+    parser.add_argument(
+        "--set",
+        choices=["devsets", "followups"],
+        default="devsets",
+        help="the four dev sets, or the follow-up set (benchmarks/devsets/followups/)",
+    )
     parser.add_argument("--smoke", action="store_true", help="example-site, a few questions")
     parser.add_argument("--corpus", action="append", choices=CORPORA, help="only these")
     parser.add_argument("--features", action="store_true", help="per follow-up signals")
@@ -177,14 +194,17 @@ def main() -> None:
     corpora = ["example-site"] if args.smoke else (args.corpus or list(CORPORA))
     print(
         f"# bench_conversation · {time.strftime('%Y-%m-%d')} · tree {tree_state()} · "
-        f"split {args.split}\n"
+        f"split {args.split} · set {args.set}\n"
     )
     totals: dict[str, dict[str, int]] = {}
     pooled: dict[str, list[Outcome]] = {}
     langs: dict[str, dict[str, list[int]]] = {}
     for corpus in corpora:
         site = build(corpus, args.rebuild)
-        questions = load_questions(HERE / "devsets" / corpus / f"{args.split}.jsonl")
+        folder = HERE / "devsets" / corpus
+        if args.set == "followups":
+            folder = HERE / "devsets" / "followups" / corpus
+        questions = load_questions(folder / f"{args.split}.jsonl")
         if args.smoke:
             picked: list[EvalQuestion] = []
             for kind in ("answerable", "unrelated", "followup_elliptical", "followup_unrelated"):

@@ -202,3 +202,49 @@ def test_a_gold_page_missing_from_the_site_is_reported(built_sites: dict[str, Pa
         "line 1",
     )
     assert devsets.missing_pages([item], built_sites["httpx"]) == ["no/such/page/"]
+
+
+FOLLOWUP_SETS = devsets.followup_sets()
+
+
+def _followup_halves(name: str) -> tuple[list[object], list[object]]:
+    folder = devsets.FOLLOWUPS / name
+    return devsets.load(folder, "tune"), devsets.load(folder, "test")
+
+
+def test_every_corpus_has_a_follow_up_set() -> None:
+    assert sorted(ALL_SETS) == FOLLOWUP_SETS
+
+
+@pytest.mark.parametrize("name", FOLLOWUP_SETS)
+def test_follow_up_set_is_the_stratified_split_with_existing_pages(
+    name: str, built_sites: dict[str, Path]
+) -> None:
+    assert devsets.check(built_sites[name], devsets.FOLLOWUPS / name) == []
+
+
+@pytest.mark.parametrize("name", FOLLOWUP_SETS)
+def test_follow_up_set_holds_both_follow_up_kinds_in_both_halves(name: str) -> None:
+    for half in _followup_halves(name):
+        counts = devsets.counts(half)
+        assert all(counts[kind] > 0 for kind in devsets.FOLLOWUP_KINDS), counts
+        assert sum(counts.values()) == sum(counts[k] for k in devsets.FOLLOWUP_KINDS)
+
+
+def test_follow_up_set_shares_no_question_with_the_dev_sets() -> None:
+    # Its texts are new: none may be a dev-set question (of either half) asked again.
+    dev = {devsets.normalised(i.question) for name in ALL_SETS for h in _halves(name) for i in h}
+    own = {
+        devsets.normalised(i.question)
+        for name in FOLLOWUP_SETS
+        for half in _followup_halves(name)
+        for i in half
+    }
+    assert own and not own & dev
+
+
+def test_follow_up_set_is_mostly_in_other_languages() -> None:
+    items = [i for name in FOLLOWUP_SETS for half in _followup_halves(name) for i in half]
+    langs = {i.lang for i in items}
+    assert len(langs - {"en"}) >= 5
+    assert sum(i.lang != "en" for i in items) / len(items) >= 0.9

@@ -7,7 +7,8 @@ URL or "written"; page URLs are site-relative, as mkdocs writes them; a history 
 exactly ``question``, ``kind`` and ``markdown``), and the tune/test split.
 
 ``python benchmarks/devsets/devsets.py check SITE_DIR SET_DIR`` validates a set against a
-built site (every gold page must exist as ``SITE_DIR/<url>index.html``).
+built site (every gold page must exist as ``SITE_DIR/<url>index.html``); a follow-up set,
+``followups/<corpus>/``, is checked the same way against its corpus's site.
 """
 
 from __future__ import annotations
@@ -93,6 +94,16 @@ def load(name_or_dir: str | Path, split: str) -> list[Item]:
 def corpora() -> list[str]:
     """Names of the sets that live beside this module."""
     return sorted(p.name for p in HERE.iterdir() if (p / "tune.jsonl").is_file())
+
+
+FOLLOWUPS = HERE / "followups"
+FOLLOWUP_KINDS = ("followup_elliptical", "followup_unrelated")
+
+
+def followup_sets() -> list[str]:
+    """Corpora with a follow-up set in ``followups/<corpus>/`` (follow-ups only, most in
+    languages other than the corpus's, split by the same rule, reported on their own)."""
+    return sorted(p.name for p in FOLLOWUPS.iterdir() if (p / "tune.jsonl").is_file())
 
 
 def missing_pages(items: Iterable[Item], site_dir: Path) -> list[str]:

@@ -3,16 +3,28 @@
 A follow-up the gate refused may pass on the earlier question composed with it, but
 only when it depends on the conversation, never when it brings a subject of its own
 that the corpus does not cover ("banana bread" after a covered turn). Measured on the
-dev sets' tune halves (``benchmarks/bench_conversation.py --features``), two cases:
+tune halves of the dev sets and of the follow-up set (``benchmarks/devsets/followups/``;
+``benchmarks/bench_conversation.py --features``), two cases:
 
 * The follow-up is in the corpus's language: every one of its own content words
   (beyond the earlier question's, function words of any language set aside) must be
   a word the corpus uses. An unseen word there names a new subject.
 * The follow-up is in another language (most of its words are unknown to the corpus):
-  unseen words are expected, so what counts is whether the words it shares with the
-  corpus (exactly, or as a cognate: "certificats", "système", "configuración") are
-  about what the conversation is about: each of them must occur in one of the
-  composed question's best units. It is then composed in the corpus's own words.
+  unseen words are expected, so the rule asks two things, and composes it in the
+  corpus's own words when both hold (also when it has no unseen word: "¿y cómo lo hago
+  con Gunicorn?" keeps only "gunicorn", not the Spanish words that weigh on the gate):
+
+  - none of its unseen words is written like a name or a term (a digit, two capitals,
+    or a capital past the first word, except in a language that capitalises every noun):
+    "NTLM", "Prometheus", "2010", "Lyon" name a subject the corpus never does;
+  - the words it shares with the corpus (exactly, or as a cognate: "certificats",
+    "système", "configuración") and that few units hold are about what the conversation
+    is about: each occurs in one of the composed question's best units. With no such
+    word there is nothing to check and it is refused, unless ``rescue_opener_unseen`` is
+    set: then one that opens with some language's "and" (CLDR) and has at most that many
+    unseen words passes. That path is off: it answered more elliptical follow-ups but
+    carried uncovered ones ("en kan het een onderbroken download later hervatten?"),
+    which no word-level signal tells apart (benchmarks/README.md, "Conversations").
 
 Pure Python (standard library only): the browser's static mode runs the same rule.
 """
@@ -20,6 +32,7 @@ Pure Python (standard library only): the browser's static mode runs the same rul
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,9 +41,10 @@ from pathlib import Path
 from typing import Protocol
 
 from .params import RetrievalParams
-from .tokenize import query_terms
+from .tokenize import query_terms, tokenize
 
 FUNCTION_WORDS_FILE = Path(__file__).with_name("function_words.json")
+_WORDS = re.compile(r"[^\W_]+")
 
 
 class Vocabulary(Protocol):
@@ -48,8 +62,54 @@ class Vocabulary(Protocol):
 def function_words() -> frozenset[str]:
     """Every language's function words, as the tokenizer spells them (the data file holds
     them tokenized: see tools/function_words/)."""
-    data = json.loads(FUNCTION_WORDS_FILE.read_text(encoding="utf-8"))
-    return frozenset(data["terms"])
+    return frozenset(_data()["terms"])
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict[str, list[str]]:
+    data: dict[str, list[str]] = json.loads(FUNCTION_WORDS_FILE.read_text(encoding="utf-8"))
+    return data
+
+
+@lru_cache(maxsize=1)
+def openers() -> frozenset[str]:
+    """The word for "and" of every CLDR language ("und", "y", "et", "e", "en"...)."""
+    return frozenset(_data()["openers"])
+
+
+@lru_cache(maxsize=1)
+def noun_capitalising() -> frozenset[str]:
+    """Function words of the languages that capitalise every noun (German)."""
+    return frozenset(_data()["noun_capitalising"])
+
+
+def opens_with_and(question: str) -> bool:
+    """Whether the question's first word is the word for "and" of some language."""
+    first = _WORDS.search(unicodedata.normalize("NFKC", question))
+    return first is not None and first.group().casefold() in openers()
+
+
+def name_terms(question: str) -> frozenset[str]:
+    """The terms of the words written like a name or a term: with a digit ("2014"), two
+    capitals or more ("NTLM", "GitHub"), or a capital past the first word, unless the
+    question is written in a language that capitalises every noun (most of its function
+    words are that language's)."""
+    words = _WORDS.findall(unicodedata.normalize("NFKC", question))
+    skip = function_words()
+    listed = [t for t in query_terms(question) if t in skip]
+    capitals_name = not listed or 2 * sum(t in noun_capitalising() for t in listed) < len(
+        listed
+    )
+    names: set[str] = set()
+    for position, word in enumerate(words):
+        upper = sum(c.isupper() for c in word)
+        if (
+            any(c.isdigit() for c in word)
+            or upper >= 2
+            or (upper and word[0].isupper() and position > 0 and capitals_name)
+        ):
+            names.update(tokenize(word))
+    return frozenset(names)
 
 
 def fold(term: str) -> str:
@@ -137,15 +197,22 @@ def rescue_question(
     of ``text``; it is called only for a follow-up in another language."""
     composed = " ".join([*anchors, question])
     found = followup_terms(index, anchors, question)
-    if len(found.unseen) <= params.rescue_unseen_terms:
+    foreign = found.known_share < params.rescue_foreign_share
+    if len(found.unseen) <= params.rescue_unseen_terms and not foreign:
         return composed
-    if found.known_share >= params.rescue_foreign_share:
+    if not foreign:
         return None  # the corpus's language, and a subject the corpus never names
     df = index.document_frequency
     mapped = [t if df(t) > 0 else cognates.of(t) for t in found.own]
+    names = name_terms(question)
+    if any(m is None and t in names for t, m in zip(found.own, mapped, strict=True)):
+        return None  # it names something the corpus never does: a subject of its own
     words = [t for t in dict.fromkeys(mapped) if t is not None]
     content = [t for t in words if df(t) <= params.rescue_content_df * index.count]
     if not content:
+        opener = params.rescue_opener_unseen
+        if opener is not None and opens_with_and(question) and len(found.unseen) <= opener:
+            return " ".join([*anchors, *words])  # "and ...": it goes on with the earlier turn
         return None
     best = set(composed_order(composed)[: params.rescue_held_units])
     for term in content:
