@@ -21,8 +21,6 @@ from docpilot_runtime.followup import (
     function_words,
     name_terms,
     noun_capitalising,
-    opens_with_and,
-    rescue_question,
 )
 from docpilot_runtime.retrieval import ask_without_model
 from docpilot_runtime.tokenize import query_terms
@@ -141,13 +139,6 @@ def test_words_written_like_names_are_found_in_any_language_but_german_nouns_are
     assert "und" in noun_capitalising() and "les" not in noun_capitalising()
 
 
-def test_a_follow_up_opens_with_the_word_for_and_of_some_language() -> None:
-    for question in ("¿y cómo lo desactivo?", "et comment ?", "und dann?", "e poi?", "en dan?"):
-        assert opens_with_and(question), question
-    assert not opens_with_and("wie backe ich Bananenbrot?")
-    assert not opens_with_and("¿quién pintó Las Meninas?")
-
-
 def test_follow_up_in_another_language_naming_an_unknown_thing_stays_refused(
     runtime: Runtime,
 ) -> None:
@@ -157,29 +148,6 @@ def test_follow_up_in_another_language_naming_an_unknown_thing_stays_refused(
     assert runtime.sites[0].rescue_question([PROXY], question) is None
     after = turn(runtime, question, PROXY)
     assert after["kind"] == "refusal" and after["rescued"] is False
-
-
-def test_the_and_opener_path_is_off_unless_a_limit_is_set(runtime: Runtime) -> None:
-    """A follow-up with no rare corpus word to check (here none at all) is rescued on the
-    opener path only when ``rescue_opener_unseen`` is set (off by default: measured in
-    benchmarks/README.md, "Conversations")."""
-    site = runtime.sites[0]
-    question = "¿y cómo lo adapto?"
-
-    def rescue(params: object) -> str | None:
-        return rescue_question(
-            site.searcher.lexical,
-            site.cognates,
-            params,  # type: ignore[arg-type]
-            [STATIC],
-            question,
-            lambda text: site.search(text).order,
-        )
-
-    assert site.params.rescue_opener_unseen is None and rescue(site.params) is None
-    opened = dataclasses.replace(site.params, rescue_opener_unseen=3)
-    assert rescue(opened) == STATIC
-    assert rescue(dataclasses.replace(opened, rescue_opener_unseen=0)) is None
 
 
 def test_function_words_of_many_languages_are_set_aside_as_the_tokenizer_spells_them() -> None:

@@ -20,11 +20,10 @@ tune halves of the dev sets and of the follow-up set (``benchmarks/devsets/follo
   - the words it shares with the corpus (exactly, or as a cognate: "certificats",
     "système", "configuración") and that few units hold are about what the conversation
     is about: each occurs in one of the composed question's best units. With no such
-    word there is nothing to check and it is refused, unless ``rescue_opener_unseen`` is
-    set: then one that opens with some language's "and" (CLDR) and has at most that many
-    unseen words passes. That path is off: it answered more elliptical follow-ups but
-    carried uncovered ones ("en kan het een onderbroken download later hervatten?"),
-    which no word-level signal tells apart (benchmarks/README.md, "Conversations").
+    word there is nothing to check and it is refused. Passing those that open with some
+    language's "and" answered more elliptical follow-ups but carried uncovered ones ("en
+    kan het een onderbroken download later hervatten?"), which no word-level signal tells
+    apart, so it was not kept (benchmarks/README.md, "Conversations").
 
 Pure Python (standard library only): the browser's static mode runs the same rule.
 """
@@ -72,21 +71,9 @@ def _data() -> dict[str, list[str]]:
 
 
 @lru_cache(maxsize=1)
-def openers() -> frozenset[str]:
-    """The word for "and" of every CLDR language ("und", "y", "et", "e", "en"...)."""
-    return frozenset(_data()["openers"])
-
-
-@lru_cache(maxsize=1)
 def noun_capitalising() -> frozenset[str]:
     """Function words of the languages that capitalise every noun (German)."""
     return frozenset(_data()["noun_capitalising"])
-
-
-def opens_with_and(question: str) -> bool:
-    """Whether the question's first word is the word for "and" of some language."""
-    first = _WORDS.search(unicodedata.normalize("NFKC", question))
-    return first is not None and first.group().casefold() in openers()
 
 
 def name_terms(question: str) -> frozenset[str]:
@@ -210,9 +197,6 @@ def rescue_question(
     words = [t for t in dict.fromkeys(mapped) if t is not None]
     content = [t for t in words if df(t) <= params.rescue_content_df * index.count]
     if not content:
-        opener = params.rescue_opener_unseen
-        if opener is not None and opens_with_and(question) and len(found.unseen) <= opener:
-            return " ".join([*anchors, *words])  # "and ...": it goes on with the earlier turn
         return None
     best = set(composed_order(composed)[: params.rescue_held_units])
     for term in content:

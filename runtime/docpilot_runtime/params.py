@@ -100,12 +100,10 @@ class RetrievalParams:
       unseen word is composed in corpus words too; on the tune halves that carried fewer
       uncovered follow-ups past the gate (follow-up set 2 -> 1, lexical 4 -> 2) and
       answered one more elliptical one, the test halves unchanged.
-    * ``rescue_opener_unseen`` (None: off): when set, a foreign follow-up with no rare
-      corpus word to check passes if it opens with some language's "and" (CLDR list
-      patterns) and has at most this many unseen words. 3 answered 9 more of the follow-up
-      set's tune elliptical follow-ups (8 -> 16 of 25, dev sets 19 -> 20 of 22) for one more
-      carried on the tune halves, but on the follow-up set's test half it carried 2
-      uncovered ones (0 before) for 9 more answered: off by default.
+      Passing a foreign follow-up with no rare corpus word to check when it opens with
+      some language's "and" (CLDR list patterns) and has at most 3 unseen words answered
+      9 more of the follow-up set's tune elliptical follow-ups (8 -> 16 of 25) but on its
+      test half carried 2 uncovered ones (0 before): measured at ``d511542``, not kept.
     """
 
     rrf_k: int = 60
@@ -166,7 +164,6 @@ class RetrievalParams:
     rescue_content_df: float = 0.2
     rescue_held_units: int = 3
     cognate_prefix: int = 5
-    rescue_opener_unseen: int | None = None
 
 
 DEFAULT_PARAMS = RetrievalParams()

@@ -3,13 +3,9 @@
 ``docpilot_runtime.followup`` sets aside the function words of every language before it
 asks which of a follow-up's words name a subject. The lists come from the PyPI package
 ``stop-words`` (BSD 3-Clause; its licence text travels inside both files), installed
-only where this script runs. The same file carries two small lists the rule reads beside
+only where this script runs. The same file carries one small list the rule reads beside
 them:
 
-* ``openers``: the word for "and" in every language CLDR knows (its list patterns,
-  "{0} und {1}", as Babel ships them: Babel BSD 3-Clause, CLDR under the Unicode licence).
-  A follow-up that opens with one continues the earlier turn ("und wo wird das
-  gespeichert?", "¿y cómo lo desactivo?").
 * ``noun_capitalising``: the function words of the languages whose spelling capitalises
   every noun (German), as the tokenizer spells them: in a follow-up written in one of
   them a capital letter mid-sentence does not mark a name.
@@ -23,7 +19,7 @@ Two files:
   thousand words on the first follow-up. ``tests/test_conversation.py`` holds the two
   files equal under the current tokenizer: when it changes, re-run this script.
 
-    .venv/bin/pip install -e '.[function-words]'   # stop-words 2025.11.4 (Babel: mkdocs-material)
+    .venv/bin/pip install -e '.[function-words]'   # stop-words 2025.11.4
     .venv/bin/python tools/function_words/make_function_words.py            # from the package
     .venv/bin/python tools/function_words/make_function_words.py --lists    # from stop_words.json
 """
@@ -62,21 +58,6 @@ def from_package() -> dict[str, Any]:
 NOUN_CAPITALISING = ("de",)
 
 
-def openers() -> dict[str, Any]:
-    """The word for "and" of every CLDR locale (the middle of its two-item list pattern),
-    lower-cased, with Babel's version: the words a continuing follow-up opens with."""
-    import babel
-    from babel import Locale, localedata
-
-    words: set[str] = set()
-    for name in localedata.locale_identifiers():
-        pattern = Locale.parse(name).list_patterns.get("standard", {}).get("2", "")
-        middle = pattern.replace("{0}", "").replace("{1}", "").strip()
-        if middle and middle.isalpha():
-            words.add(middle.casefold())
-    return {"source": f"CLDR list patterns, Babel {babel.__version__}", "words": sorted(words)}
-
-
 def terms_of(lists: dict[str, Any]) -> list[str]:
     """Every listed word as the tokenizer spells it, sorted and distinct."""
     from docpilot_runtime.tokenize import query_terms
@@ -99,7 +80,6 @@ def main() -> None:
     else:
         lists = from_package()
         write(LISTS, lists)
-    opened = openers()
     write(
         OUT,
         {
@@ -112,8 +92,6 @@ def main() -> None:
             "noun_capitalising": terms_of(
                 {"languages": {c: lists["languages"][c] for c in NOUN_CAPITALISING}}
             ),
-            "openers": opened["words"],
-            "openers_source": opened["source"],
         },
     )
 
