@@ -26,7 +26,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -44,7 +43,7 @@ from docpilot_runtime.settings import Settings  # noqa: E402
 from docpilot_runtime.site_loader import load_site  # noqa: E402
 from docpilot_runtime.types import AskRequest  # noqa: E402
 from servers.anthropic_messages import AnthropicServer, Fault, answer_reply  # noqa: E402
-from servers.runtime import RunningServer, serve_app  # noqa: E402
+from servers.runtime import RunningServer, checked_out_connections, serve_app  # noqa: E402
 
 QUESTION = "How do I exclude a page from the assistant?"
 ENDLESS = Fault("slow", seconds=600.0, interval=0.02)
@@ -76,14 +75,6 @@ def abandon(running: RunningServer, server: AnthropicServer, stream: bool) -> tu
     if not server.wait_until(lambda s: number in s.closed_by_client, WAIT):
         raise RuntimeError(f"provider stream {number} was never closed by the runtime")
     return streaming - started, time.perf_counter() - streaming
-
-
-def checked_out(running: RunningServer) -> int:
-    provider: Any = running.app.state.runtime.providers[0]  # type: ignore[attr-defined]
-    provider = getattr(provider, "inner", provider)  # the app counts errors around it
-    pool = provider._client._transport._pool
-    active = [c for c in pool.connections if not (c.is_idle() or c.is_closed())]
-    return len(pool._requests) + len(active)
 
 
 def row(label: str, seconds: list[float]) -> str:
@@ -121,7 +112,7 @@ def main() -> None:
                     for kind, n in counts.items()
                 }
                 abandoned_seconds = time.perf_counter() - began
-                left = checked_out(running)
+                left = checked_out_connections(running)
                 provider_server.script(answer_reply(markdown=f"Set `exclude` [[{first}]]."))
                 asked = time.perf_counter()
                 result = httpx.post(

@@ -46,6 +46,7 @@ from docpilot_runtime.turn import load_runtime  # noqa: E402
 from docpilot_runtime.types import AskRequest  # noqa: E402
 from docpilot_runtime.validate import StreamValidator  # noqa: E402
 from servers.anthropic_messages import AnthropicServer, answer_reply  # noqa: E402
+from servers.processes import free_port  # noqa: E402
 
 QUESTION = "How do I configure the cache directory?"
 PAGE = """<!doctype html><html><head><title>{title} - Bench Docs</title></head><body>
@@ -86,12 +87,6 @@ def long_answer(cite: str, chars: int, one_paragraph: bool) -> str:
     return text[:chars]
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def health_latencies(

@@ -9,7 +9,6 @@ import json
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from docpilot_runtime.cli import ask_lines, format_result
 from docpilot_runtime.index.site_name import site_name_from_pages
 from docpilot_runtime.turn import Runtime, load_runtime
 from docpilot_runtime.types import Citation, PageRef, Result
+from servers.processes import free_port
 
 COVERED = "How do I exclude a page from the assistant?"
 OFF_TOPIC = "What is the best recipe for sourdough bread?"
@@ -379,11 +379,6 @@ def test_every_public_name_resolves() -> None:
         _ = dp.no_such_name
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 @dataclass
@@ -422,7 +417,7 @@ def _wait_for_health(served: Served, seconds: float = 60) -> None:
 @pytest.fixture
 def served(example_site: Path) -> Iterator[Served]:
     """`docpilot serve` on a free port, once /api/health answers; stopped afterwards."""
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "docpilot_runtime.cli", "serve", str(example_site),
          "--port", str(port)],

@@ -31,6 +31,7 @@ import pytest
 import yaml
 from corpora import EXAMPLE_SITE, ROOT
 from fresh_install import FreshSite, fresh_site
+from servers.processes import free_port
 
 __all__ = ["fresh_site"]
 
@@ -38,13 +39,6 @@ DEPLOY = EXAMPLE_SITE / "deploy"
 QUESTION = {"question": "How do I exclude a page from the assistant?"}
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def _shims(fresh: FreshSite, where: Path) -> Path:
@@ -172,7 +166,7 @@ def test_dockerfile_builds_and_serves_as_a_non_root_user_with_a_healthcheck(
 ) -> None:
     steps = _instructions((DEPLOY / "Dockerfile").read_text(encoding="utf-8"))
     root = tmp_path / "container"
-    port = _free_port()
+    port = free_port()
 
     def host(text: str) -> str:
         """Container paths (absolute ones under /docs, /srv, /root) mapped into ``root``."""
@@ -256,7 +250,7 @@ def test_systemd_unit_runs_docpilot_serve_unprivileged(
     settings.write_text("[server]\ncors_origins = []\n", encoding="utf-8")
     key, _, value = service["Environment"].partition("=")
     assert key == "DOCPILOT_CONFIG" and value == "/etc/docpilot.toml"
-    port = _free_port()
+    port = free_port()
     argv = shlex.split(service["ExecStart"])
     mapped = {"/srv/docpilot/.venv": str(fresh_site.venv), "/srv/docpilot/site": str(example_site)}
     argv = [next((a.replace(k, v) for k, v in mapped.items() if a.startswith(k)), a) for a in argv]

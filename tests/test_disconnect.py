@@ -26,7 +26,7 @@ from docpilot_runtime.site_loader import load_site
 from docpilot_runtime.types import AskRequest
 from servers.anthropic_messages import AnthropicServer, Fault, ScriptedServer, answer_reply
 from servers.openai_chat import OpenAIChatServer
-from servers.runtime import NO_CAPS, RunningServer, serve_app
+from servers.runtime import NO_CAPS, RunningServer, checked_out_connections, serve_app
 
 QUESTION = "How do I exclude a page from the assistant?"
 ABANDONED_SSE = 300
@@ -81,21 +81,6 @@ def abandon_turn(running: RunningServer, server: ScriptedServer, stream: bool) -
             f"provider request {number} never started streaming"
         )
     return number
-
-
-def checked_out_connections(running: RunningServer) -> int:
-    """Connections of the runtime's provider client that are checked out: serving a
-    request (in httpcore's ``_requests`` from checkout to close) or still ACTIVE, i.e.
-    neither idle in the pool nor closed.
-
-    Read in-process: uvicorn runs in a thread of this process. An abandoned stream whose
-    close was cut short stays ACTIVE with no request, so both are counted.
-    """
-    provider: Any = running.app.state.runtime.providers[0]  # type: ignore[attr-defined]
-    provider = getattr(provider, "inner", provider)  # the app counts errors around it
-    pool = provider._client._transport._pool
-    active = [c for c in pool.connections if not (c.is_idle() or c.is_closed())]
-    return len(pool._requests) + len(active)
 
 
 def pool_drains(running: RunningServer) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from docpilot_runtime import cli
 from docpilot_runtime.records import Recorder, RecordsSettings, TurnRecord, open_store
 from records_backends import BACKENDS, database_url
 from records_session import CREDENTIAL, NOTE, REFUSED, SECRET, run_session
+from servers.processes import free_port
 
 WAIT = 60.0  # seconds a condition may take before the test fails (polled, never slept)
 
@@ -111,11 +111,6 @@ def _config(tmp_path: Path, records: RecordsSettings) -> list[str]:
 # ---------------------------------------------------------------------- kill and restart
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _wait_for(condition: object, what: str) -> None:
@@ -131,7 +126,7 @@ class RuntimeProcess:
     """`docpilot serve` in a subprocess, so it can be killed for real (SIGKILL)."""
 
     def __init__(self, site: Path, config: Path, log: Path, database_url: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self._log = log.open("ab")
         env = {k: v for k, v in os.environ.items() if k != "DOCPILOT_DATABASE_URL"}

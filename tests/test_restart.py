@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,19 +23,13 @@ from docpilot_runtime.records.outbox import outbox_rows
 from docpilot_runtime.records.spool import Spool
 from records_backends import BACKENDS, database_url
 from records_session import CREDENTIAL, REFUSED
+from servers.processes import free_port
 from servers.webhook_receiver import WebhookReceiver, wait_until
 
 SECRET_ENV = "DOCPILOT_TEST_WEBHOOK_SECRET"
 SECRET = b"restart-secret"
 COVERED = "How do I exclude a page from the assistant?"
 STARTUP_SECONDS = 120.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from playwright.sync_api import expect
 from servers.anthropic_messages import Fault, answer_reply
 from servers.openai_chat import OpenAIChatServer
 from servers.prefix_proxy import prefix_proxy
+from servers.processes import free_port
 from servers.runtime import NO_CAPS, serve_app
 
 COVERED = "How do I exclude a page from the assistant?"
@@ -42,10 +42,6 @@ def asked(reader: Reader) -> list[str]:
 # ---------------------------------------------------------------- no runtime at all
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

@@ -81,6 +81,21 @@ def serve_app(
             raise RuntimeError(f"uvicorn did not stop within {SHUTDOWN_DEADLINE} s")
 
 
+def checked_out_connections(running: RunningServer) -> int:
+    """Connections of the runtime's provider client that are checked out: serving a
+    request (in httpcore's ``_requests`` from checkout to close) or still ACTIVE, i.e.
+    neither idle in the pool nor closed.
+
+    Read in-process: uvicorn runs in a thread of this process. An abandoned stream whose
+    close was cut short stays ACTIVE with no request, so both are counted.
+    """
+    provider: Any = running.app.state.runtime.providers[0]  # type: ignore[attr-defined]
+    provider = getattr(provider, "inner", provider)  # the app counts errors around it
+    pool = provider._client._transport._pool
+    active = [c for c in pool.connections if not (c.is_idle() or c.is_closed())]
+    return len(pool._requests) + len(active)
+
+
 # Every test server answers one loopback address; the caps have their own tests.
 NO_CAPS = LimitSettings(answers_per_minute=0, answers_per_minute_per_client=0)
 
