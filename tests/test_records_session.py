@@ -6,11 +6,8 @@ killed with records still in its spool and restarted loses none and duplicates n
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +18,7 @@ from docpilot_runtime import cli
 from docpilot_runtime.records import Recorder, RecordsSettings, TurnRecord, open_store
 from records_backends import BACKENDS, database_url
 from records_session import CREDENTIAL, NOTE, REFUSED, SECRET, run_session
-from servers.processes import free_port
+from servers.processes import ServeProcess
 
 WAIT = 60.0  # seconds a condition may take before the test fails (polled, never slept)
 
@@ -122,30 +119,13 @@ def _wait_for(condition: object, what: str) -> None:
     pytest.fail(f"{what} did not happen within {WAIT} s")
 
 
-class RuntimeProcess:
-    """`docpilot serve` in a subprocess, so it can be killed for real (SIGKILL)."""
+class RuntimeProcess(ServeProcess):
+    """`docpilot serve` in a subprocess, healthy once made, so it can be killed for real
+    (SIGKILL)."""
 
     def __init__(self, site: Path, config: Path, log: Path, database_url: str) -> None:
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self._log = log.open("ab")
-        env = {k: v for k, v in os.environ.items() if k != "DOCPILOT_DATABASE_URL"}
-        if database_url:
-            env["DOCPILOT_DATABASE_URL"] = database_url
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "docpilot_runtime.cli", "serve", str(site),
-             "--port", str(self.port), "--config", str(config)],
-            stdout=self._log, stderr=subprocess.STDOUT, env=env,
-        )
-        _wait_for(self._healthy, "the runtime starting")
-
-    def _healthy(self) -> bool:
-        if self.process.poll() is not None:
-            pytest.fail(f"the runtime exited with {self.process.returncode}")
-        try:
-            return httpx.get(f"{self.base_url}/api/health", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
+        super().__init__(site, config, log, database_url)
+        self.wait_healthy()
 
     def ask(self, question: str) -> str:
         response = httpx.post(f"{self.base_url}/api/ask", json={"question": question}, timeout=60)
@@ -156,12 +136,7 @@ class RuntimeProcess:
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(WAIT)
-        self._log.close()
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(WAIT)
-        self._log.close()
+        self._out.close()
 
 
 class WriteBlocker:
