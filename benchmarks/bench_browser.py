@@ -46,7 +46,6 @@ Run: ``.venv/bin/python benchmarks/bench_browser.py [--n 7] [--no-material] [--s
 from __future__ import annotations
 
 import argparse
-import functools
 import gzip
 import http.server
 import json
@@ -80,6 +79,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+from browsing import file_server  # noqa: E402
 from common import tree_state  # noqa: E402
 from corpora import EXAMPLE_SITE, MATERIAL, reduced_config  # noqa: E402
 
@@ -229,20 +230,6 @@ class StaticHandler(http.server.SimpleHTTPRequestHandler):
             counts = cls.counts.copy()
             cls.counts.clear()
         return counts
-
-
-@contextmanager
-def serve(site_dir: Path) -> Iterator[str]:
-    handler = functools.partial(StaticHandler, directory=str(site_dir))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, name="bench-static", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
 
 
 # ------------------------------------------------------------------ measuring
@@ -714,7 +701,7 @@ def main() -> None:
         try:
             for site in sites:
                 samples = Samples()
-                with serve(site.site_dir) as base:
+                with file_server(site.site_dir, StaticHandler) as base:
                     # Interleaved, so the shared machine's load falls alike on both.
                     for i in range(args.n):
                         measure_boot(p, browser, base, i, samples, trouble)

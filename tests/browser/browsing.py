@@ -74,9 +74,11 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextmanager
-def file_server(directory: Path) -> Iterator[str]:
+def file_server(
+    directory: Path, handler_class: type[http.server.SimpleHTTPRequestHandler] = QuietHandler
+) -> Iterator[str]:
     """``directory`` on a plain static file server (`QuietHandler`) on loopback."""
-    handler = functools.partial(QuietHandler, directory=str(directory))
+    handler = functools.partial(handler_class, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, name="file-server", daemon=True)
     thread.start()

@@ -333,6 +333,9 @@ def test_instant_navigation_keeps_the_conversation_and_updates_page(reader: Read
     assert first["page"] == "/getting-started/installation/"
     assert second["page"] == "/reference/cli/"
     assert [item["question"] for item in second["history"]] == [COVERED]
+    # The worker and its Pyodide survived the navigation: one of each for both pages.
+    started = [u for u in (r.url for r in reader.requests) if u.endswith(("/worker.js", ".wasm"))]
+    assert len(started) == 2, started
 
 
 def test_a_full_page_load_restores_the_conversation(reader: Reader) -> None:

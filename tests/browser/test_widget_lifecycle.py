@@ -198,23 +198,6 @@ def test_the_next_page_load_boots_pyodide_from_cache_storage(reader: Reader) -> 
     assert fetched == [], f"fetched again instead of read from Cache Storage: {fetched}"
 
 
-def test_instant_navigation_keeps_the_worker_and_its_pyodide(reader: Reader) -> None:
-    page = reader.page
-    page.goto("/getting-started/installation/")
-    page.evaluate("window.__sameDocument = true")
-    reader.open_panel()
-    reader.ask(COVERED)
-    reader.wait_answer()
-    page.locator(".md-nav__link[href$='reference/cli/']").first.click()
-    page.wait_for_url("**/reference/cli/")
-    expect(page.locator("h1")).to_contain_text("CLI")
-    assert page.evaluate("window.__sameDocument") is True  # no page load happened
-    reader.ask("What is the default port?")
-    reader.wait_answer(1)
-    started = [u for u in (r.url for r in reader.requests) if u.endswith(("/worker.js", ".wasm"))]
-    assert len(started) == 2, started  # one worker and one Pyodide for both pages
-
-
 # ---------------------------------------------------------------- a page load mid-answer
 
 
