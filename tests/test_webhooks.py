@@ -327,3 +327,66 @@ def test_a_spool_file_replayed_after_its_write_queues_no_second_event(tmp_path: 
     again = outbox_rows(recorder.store())
     recorder.store().close()
     assert len(first) == 3 and again == first
+
+
+# ---------------------------------------------------------------- several senders
+
+
+CLAIMERS = 4
+
+
+def claim_everything(sqlite_path: str, database_url: str, start: Any) -> list[tuple[str, str]]:
+    """One sender process: once every sender is ready (``start``, a barrier), claims due
+    rows (a long lease), posts them (a short pause stands in for the HTTP calls) and marks
+    them delivered, as `WebhookSender` does, until the outbox is empty; returns the
+    (event id, receiver) of every row it claimed."""
+    from docpilot_runtime.records.outbox import claim_due, mark_delivered, outbox_depth
+
+    store = open_store(sqlite_path, database_url)
+    try:
+        start.wait()
+        claimed: list[tuple[str, str]] = []
+        while outbox_depth(store):
+            batch = claim_due(store, int(time.time() * 1000), 600_000, 3)
+            time.sleep(0.01)  # the posts, during which the other senders claim
+            for delivery in batch:
+                mark_delivered(store, delivery, int(time.time() * 1000))
+            claimed += [(d.event_id, d.target) for d in batch]
+        return claimed
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_senders_in_several_processes_never_claim_the_same_row(
+    tmp_path: Path, backend: str
+) -> None:
+    """`serve --workers N` runs one sender per process over one outbox: each row is
+    claimed by exactly one of them (the conditional UPDATE is the lock)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import Manager
+
+    from docpilot_runtime.records.outbox import outbox_rows
+    from records_backends import database_url
+
+    now = int(time.time() * 1000) - 1000
+    targets = ("http://127.0.0.1:9/a", "http://127.0.0.1:9/b")
+    records = [TurnRecord(turn_id=f"t-{i}", created_ms=now, kind="refusal", bundle_hash="b1",
+                          question=f"question {i}") for i in range(60)]
+    events = [e for r in records for e in turn_events(r, targets)]
+    path = str(tmp_path / "records.sqlite3")
+    with database_url(backend, tmp_path) as url:
+        store = open_store(path, url)
+        try:
+            store.write(records, [], events)
+            expected = {(row["event_id"], row["target"]) for row in outbox_rows(store)}
+        finally:
+            store.close()
+        assert len(expected) == len(events) == 240
+        with Manager() as manager, ProcessPoolExecutor(CLAIMERS) as pool:
+            start = manager.Barrier(CLAIMERS)
+            runs = list(pool.map(claim_everything, [path] * CLAIMERS, [url] * CLAIMERS,
+                                 [start] * CLAIMERS))
+    claimed = [pair for run in runs for pair in run]
+    assert sorted(claimed) == sorted(expected)  # every row once: none twice, none left
+    assert sum(1 for run in runs if run) >= 2  # the processes really did share the work
