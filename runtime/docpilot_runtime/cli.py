@@ -294,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="runtime settings file (TOML)")
     serve.add_argument(
         "--workers", type=int, default=1,
-        help="worker processes (default 1); several share the caps through the records database",
+        help="worker processes (default 1); several share the caps through the records "
+        "database, and /metrics reports them all",
     )
     serve.add_argument(
         "--root-path",
