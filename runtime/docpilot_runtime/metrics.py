@@ -89,6 +89,9 @@ class RuntimeMetrics:
 
     def __init__(self) -> None:
         self.multiprocess_dir = multiprocess_dir()
+        if self.multiprocess_dir and not os.path.isdir(self.multiprocess_dir):
+            # Else every counted turn would fail on the missing file, not just the scrape.
+            raise ValueError(f"{MULTIPROC_ENV}: {self.multiprocess_dir} is not a folder")
         self._depths: _Depths | None = None
         self.registry = CollectorRegistry(auto_describe=True)
         self.turns = Counter(
