@@ -1,6 +1,7 @@
 """`GET /metrics` over real HTTP: off by default, behind a bearer token when one is named,
 and counting turns by kind, stage latencies, provider errors, cap hits and the depth of
-the spool and the webhook outbox, in the Prometheus text format."""
+the spool and the webhook outbox, in the Prometheus text format; two apps in one process
+keep their own counts. Several worker processes: test_metrics_workers.py."""
 
 from __future__ import annotations
 
@@ -103,3 +104,20 @@ def test_metrics_count_turns_latencies_provider_errors_caps_and_queues(
     assert found[("docpilot_queue_depth", (("queue", "spool"),))] == 0
     assert outbox == 4  # question_asked x3 and no_answer x1
     assert COVERED not in response.text and REFUSED[0] not in response.text
+
+
+def test_two_apps_in_one_process_keep_their_own_counts(example_site: Path) -> None:
+    settings = Settings(records=RecordsSettings(enabled=False),
+                        metrics=MetricsSettings(enabled=True))
+    with (
+        serve_app(create_app(example_site, settings)) as first,
+        serve_app(create_app(example_site, settings)) as second,
+    ):
+        for _ in range(2):
+            assert httpx.post(f"{first.base_url}/api/ask", json={"question": "hello"},
+                              timeout=60).status_code == 200
+        counted = [samples(httpx.get(f"{live.base_url}/metrics").text)
+                   for live in (first, second)]
+    social = ("docpilot_turns_total", (("kind", "social"),))
+    assert counted[0][social] == 2
+    assert social not in counted[1], "the other app's turns never show"

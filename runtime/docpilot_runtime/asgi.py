@@ -5,7 +5,9 @@
 
 Each worker loads the bundles itself. With several workers, set `[limits] shared = true`
 so they count against one cap (`docpilot serve --workers N` sets it through
-``DOCPILOT_SHARED_CAPS``).
+``DOCPILOT_SHARED_CAPS``), and, for `/metrics`, ``PROMETHEUS_MULTIPROC_DIR`` to an empty
+folder made for this start, so every scrape sums all workers (`docpilot serve --workers N`
+makes one and removes it at exit).
 """
 
 from __future__ import annotations

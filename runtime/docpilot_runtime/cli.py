@@ -8,7 +8,9 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -19,6 +21,7 @@ from .embedders import EmbedderError
 from .evaluation import EvalError
 from .index.build import BuildError
 from .index.manifest import refresh_bundle
+from .metrics import MULTIPROC_ENV
 from .records import RecordsError
 from .root_path import RootPathError, normalise_root_path
 from .schema import OptionsError
@@ -53,7 +56,9 @@ def serve(
     """Serve the built site and the API until interrupted, under ``root_path`` when given
     (a site published at ``/docs/`` behind a proxy). The runtime loads before uvicorn
     binds, so a bad bundle, settings file or prefix fails here, before any request. With
-    ``workers`` > 1, that many processes share the port and one set of caps."""
+    ``workers`` > 1, that many processes share the port, one set of caps and one set of
+    metrics (prometheus_client's multiprocess mode, in a fresh folder for this start that
+    is removed when it stops)."""
     # Imported here so `docpilot index` and `ask` do not pay for the web stack.
     import uvicorn
 
@@ -74,11 +79,21 @@ def serve(
         options = uvicorn_config(None, settings, host, port).__dict__
         keep = ("proxy_headers", "limit_concurrency", "h11_max_incomplete_event_size",
                 "timeout_keep_alive", "server_header", "log_level")
-        with contextlib.suppress(KeyboardInterrupt):
-            uvicorn.run(
-                "docpilot_runtime.asgi:app_from_env", host=host, port=port, factory=True,
-                workers=workers, **{key: options[key] for key in keep},
-            )
+        # Set before the workers start (they import prometheus_client fresh); a folder of
+        # its own, so no earlier run's counts add in. Under an owner's
+        # PROMETHEUS_MULTIPROC_DIR when one is set, else under the temp folder.
+        metrics_dir = tempfile.mkdtemp(
+            prefix="docpilot-metrics-", dir=os.environ.get(MULTIPROC_ENV) or None
+        )
+        os.environ[MULTIPROC_ENV] = metrics_dir
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                uvicorn.run(
+                    "docpilot_runtime.asgi:app_from_env", host=host, port=port, factory=True,
+                    workers=workers, **{key: options[key] for key in keep},
+                )
+        finally:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
         return
     config = uvicorn_config(app, settings, host, port)
     guard_logs()
@@ -279,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="runtime settings file (TOML)")
     serve.add_argument(
         "--workers", type=int, default=1,
-        help="worker processes (default 1); several share the caps through the records database",
+        help="worker processes (default 1); several share the caps through the records "
+        "database, and /metrics reports them all",
     )
     serve.add_argument(
         "--root-path",

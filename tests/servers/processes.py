@@ -7,6 +7,7 @@ runtime processes share one database (caps) or one must be killed for real.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -82,3 +83,46 @@ class ServeProcess:
                 self.process.kill()
                 self.process.wait(30)
         self._out.close()
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process under ``pid`` (a `serve --workers N` parent's workers), read
+    from /proc (Linux)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # gone since the glob
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        parents[int(stat.parent.name)] = int(text.rsplit(")", 1)[1].split()[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def serving_pid(serve_pid: int, server_port: int, client_port: int) -> int | None:
+    """Which process under ``serve_pid`` holds the server end of the loopback connection
+    from ``client_port`` (it has accepted it, so it answers what is sent on it)."""
+    inode = ""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, remote = (int(f.rsplit(":", 1)[1], 16) for f in fields[1:3])
+            if (local, remote) == (server_port, client_port) and fields[9] != "0":
+                inode = fields[9]
+    if not inode:
+        return None
+    for pid in descendants(serve_pid):
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                if os.readlink(fd) == f"socket:[{inode}]":
+                    return pid
+    return None
