@@ -38,6 +38,7 @@ from servers.openai_chat import OpenAIChatServer, answer_reply
 from servers.runtime import RunningServer, example_settings, serve_app
 from servers.runtime import example_server as example_server  # session fixture
 from test_languages import _site as i18n_site
+from test_languages import build_project_per_language
 from test_versions import QUESTION as VERSIONS_QUESTION
 from test_versions import versioned_site as versioned_site  # module fixture (mike)
 
@@ -370,10 +371,7 @@ def test_with_a_provider_ask_returns_the_validated_answer_with_section_urls(
                 confidence=90,
             )
         )
-        config.write_text(
-            f'[[providers]]\nkind = "openai"\nbase_url = "{server.base_url}"\nmodel = "test-model"\n',
-            encoding="utf-8",
-        )
+        _provider_config(config, server.base_url)
         _stdio(example_site, tmp_path / "stderr.txt", "--config", str(config))(body)
         assert len(server.requests) == 1  # the credential never reached the provider
     assert seen["tools"] == {*EXPECTED_TOOLS, "ask"}
@@ -565,6 +563,33 @@ def test_a_credential_given_as_the_site_is_refused_and_never_echoed(
     error, data, text = recorded.results["credential_site"]
     assert error and data["error"].startswith("refused") and "sites" not in data
     assert SECRET not in text and KEY_ID not in text
+
+
+def test_a_language_project_whose_site_url_has_its_folder_links_under_it_once(
+    tmp_path: Path,
+) -> None:
+    """One MkDocs project per language, each with its own site_url (…/en/, …/de/): the
+    bundle's site_url already ends with its prefix, and URLs carry the folder once."""
+    site = build_project_per_language(tmp_path, SITE_URL)
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        await session.initialize()
+        seen["sites"] = await _call(session, "list_sites", {})
+        seen["german"] = await _call(session, "search_docs", {"query": GERMAN, "site": "/de/"})
+
+    _stdio(site, tmp_path / "stderr.txt")(body)
+    error, data, _text = seen["sites"]
+    assert [(s["prefix"], s["url"]) for s in data["sites"]] == [
+        ("/de/", SITE_URL + "de/"),
+        ("/en/", SITE_URL + "en/"),
+    ]
+    error, data, _text = seen["german"]
+    assert not error and data["covered"] is True
+    assert any("benötigt" in s["text"] for s in data["sections"])
+    for section in data["sections"]:
+        assert section["url"] == SITE_URL + "de" + section["id"]
+        assert _anchor_exists(site, section["url"]), section["url"]
 
 
 def _provider_config(path: Path, base_url: str) -> Path:
