@@ -122,9 +122,10 @@ def test_a_language_whose_index_is_empty_is_a_build_warning(tmp_path: Path) -> N
     ), result.stderr
 
 
-def test_one_project_per_language_with_extra_alternate(tmp_path: Path) -> None:
+def build_project_per_language(tmp_path: Path, site_url: str = "") -> Path:
     """Material's other multi-language layout: one MkDocs project per language, each
-    built into its own folder of one site, linked by ``extra.alternate``."""
+    built into its own folder of one site (``site_url`` + the language's folder, when
+    given), linked by ``extra.alternate``; the built site."""
     alternate = [
         {"name": "English", "link": "/en/", "lang": "en"},
         {"name": "Deutsch", "link": "/de/", "lang": "de"},
@@ -137,6 +138,7 @@ def test_one_project_per_language_with_extra_alternate(tmp_path: Path) -> None:
             (project / "docs" / f"{name}.md").write_text(text, encoding="utf-8")
         config = {
             "site_name": "Languages",
+            **({"site_url": f"{site_url}{lang}/"} if site_url else {}),
             "site_dir": str(site / lang),
             "theme": {"name": "material", "language": lang},
             "extra": {"alternate": alternate},
@@ -145,6 +147,13 @@ def test_one_project_per_language_with_extra_alternate(tmp_path: Path) -> None:
         path = project / "mkdocs.yml"
         path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
         mkdocs_build(path)
+    return site
+
+
+def test_one_project_per_language_with_extra_alternate(tmp_path: Path) -> None:
+    """Each language's project writes its own manifest in its folder; the runtime serves
+    both under their folders."""
+    site = build_project_per_language(tmp_path)
     for lang in ("en", "de"):
         (row,) = json.loads((site / lang / "docpilot" / "manifest.json").read_text())["bundles"]
         assert (row["prefix"], row["language"]) == ("/", lang)

@@ -6,12 +6,21 @@ a reader's turn goes through (`Site.retrieve`, `Runtime.ask`), served with the o
 runtime's app). `DocsTools` holds the behaviour and knows nothing of the SDK, so the
 transports are a few lines each.
 
+A runtime serves every bundle its manifests list (one per language, one per version).
+Every tool takes an optional ``site``: a bundle's URL prefix exactly as `/api/health`
+reports it ("/", "/de/", "/2.0/"), listed in the argument's JSON-schema ``enum`` and by
+the `list_sites` tool; omitted, the root bundle (`Runtime.site_for(None)`) answers. An
+unknown value is an error naming the argument and the choices. Section and page URLs
+are the published ones of the chosen bundle (`bundle_link`), and a section URL given as
+an ``id`` is read in the bundle it belongs to.
+
 Every string argument passes the credential check first: a call carrying a credential
 is refused, and no log line ever carries argument text (only the tool's name and the
 outcome). Every call also passes ``limit(client)``, the rate cap hook: `CallCap` is the
 in-process per-client cap of `docpilot mcp`; the HTTP app hands in its `Caps` (memory, or
 shared through the database), so `/mcp` counts calls per client like `/api/ask` counts
-answers, and the `ask` tool takes an answer from the same caps and spend bound.
+answers, and the `ask` tool takes an answer from the same caps and spend bound (its
+answer cap keyed by the chosen bundle's prefix, as `/api/ask` keys it by the reader's).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from . import __version__
 from .caps import Caps
@@ -59,6 +69,32 @@ SEARCH_TOOL = (
     "sections (id, title, section URL, text); when it does not, returns covered=false "
     "with the closest pages instead of weak matches."
 )
+LIST_SITES_TOOL = (
+    "List the documentation bundles this server serves (one per language or docs "
+    "version): each one's prefix (the value of the other tools' `site` argument), "
+    "language, version, name and the URL its pages are published under. The one marked "
+    "default answers when `site` is omitted."
+)
+SITE_ARG = "site"
+
+
+def bundle_link(site: Site) -> str:
+    """Where a bundle's pages are published, for `site_link`: the bundle's site_url under
+    its prefix (MkDocs under mike or mkdocs-static-i18n keeps the root's site_url in every
+    version's and language's build; a site_url that already ends with the prefix is kept),
+    or the prefix itself when no site_url is known (then links are paths from the root)."""
+    url, prefix = site.bundle.site.url, site.prefix
+    if not url:
+        return prefix
+    if (urlsplit(url).path.rstrip("/") + "/").endswith(prefix):
+        return url
+    return url.rstrip("/") + prefix
+
+
+def _label(site: Site) -> str:
+    """A bundle's prefix with what it holds: "'/de/' (language de)"."""
+    parts = [f"{k} {v}" for k, v in (("language", site.language), ("version", site.version)) if v]
+    return repr(site.prefix) + (f" ({', '.join(parts)})" if parts else "")
 
 
 class McpUnavailable(RuntimeError):
@@ -105,17 +141,19 @@ class ToolReply:
         return cls({"error": message, **extra}, error=True)
 
 
-def _schema(properties: Mapping[str, Any]) -> dict[str, Any]:
+def _schema(
+    properties: Mapping[str, Any], optional: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": dict(properties),
+        "properties": {**properties, **(optional or {})},
         "required": sorted(properties),
         "additionalProperties": False,
     }
 
 
 class DocsTools:
-    """The MCP tools over one runtime's root site; transports call `call`."""
+    """The MCP tools over every site (bundle) of one runtime; transports call `call`."""
 
     def __init__(
         self, runtime: Runtime, limit: Limit | None = None, caps: CapsSource | None = None
@@ -126,23 +164,37 @@ class DocsTools:
 
     @property
     def site(self) -> Site:
+        """The root bundle: the one a call without ``site`` uses."""
         # Read per call: a bundle swap replaces the runtime's sites.
         return self.runtime.site_for(None)
 
-    @property
-    def site_url(self) -> str:
-        return self.site.bundle.site.url
+    def _site_argument(self) -> dict[str, Any]:
+        sites = self.runtime.sites
+        default = self.site
+        others = ", ".join(_label(s) for s in sites if s is not default)
+        return {
+            SITE_ARG: {
+                "type": "string",
+                "enum": [s.prefix for s in sites],
+                "description": (
+                    "which documentation bundle to use (one per language or docs version), "
+                    f"by its prefix as list_sites reports it; omitted: {_label(default)}"
+                    + (f"; the others: {others}" if others else "")
+                ),
+            }
+        }
 
     def specs(self) -> list[tuple[str, str, dict[str, Any]]]:
         """(name, description, input schema) of every tool this server offers."""
-        out = [("search_docs", SEARCH_TOOL, _schema(BUILTIN_TOOLS["search_docs"][1]))]
+        site = self._site_argument()
+        out = [("search_docs", SEARCH_TOOL, _schema(BUILTIN_TOOLS["search_docs"][1], site))]
         for name in ("fetch_section", "expand_section", "list_pages"):
             text, properties = BUILTIN_TOOLS[name]
-            out.append(
-                (name, text.replace(" (an id seen in this conversation)", ""), _schema(properties))
-            )
+            text = text.replace(" (an id seen in this conversation)", "")
+            out.append((name, text, _schema(properties, site)))
+        out.append(("list_sites", LIST_SITES_TOOL, _schema({})))
         if self.runtime.providers:
-            out.append(("ask", ASK_TOOL, _schema({"question": {"type": "string"}})))
+            out.append(("ask", ASK_TOOL, _schema({"question": {"type": "string"}}, site)))
         return out
 
     def _section(self, site: Site, row: int) -> dict[str, Any]:
@@ -151,12 +203,49 @@ class DocsTools:
             "id": unit.id,
             "title": unit.title,
             "breadcrumb": list(unit.breadcrumb),
-            "url": site_link(unit.url, site.bundle.site.url),
+            "url": site_link(unit.url, bundle_link(site)),
             "text": unit.text,
         }
 
-    def _page(self, url: str, title: str) -> dict[str, str]:
-        return {"title": title, "url": site_link(url, self.site_url)}
+    @staticmethod
+    def _page(site: Site, url: str, title: str) -> dict[str, str]:
+        return {"title": title, "url": site_link(url, bundle_link(site))}
+
+    def _choose(self, name: str, args: dict[str, Any]) -> Site | ToolReply:
+        """The bundle a call names with ``site`` (popped from ``args``), or the root."""
+        if SITE_ARG not in args:
+            return self.site
+        value = args.pop(SITE_ARG)
+        sites = list(self.runtime.sites)
+        for site in sites:
+            if site.prefix == value:
+                return site
+        wrong = (
+            f"{value[:80]!r} is not a bundle this server serves"
+            if isinstance(value, str)
+            else "must be a string"
+        )
+        return ToolReply.failure(
+            f"{name}: 'site' {wrong}; 'site' is one of {', '.join(_label(s) for s in sites)} "
+            f"(list_sites describes them), or leave it out for {self.site.prefix!r}",
+            sites=[s.prefix for s in sites],
+        )
+
+    def _section_id(self, text: str, site: Site, chosen: bool) -> tuple[Site, str]:
+        """The bundle and unit id an ``id`` argument names: the id itself in ``site``, or
+        a section URL this server hands out, in ``site`` when it was ``chosen``, else in
+        whichever bundle it is the URL of."""
+        if text in site.unit_rows:
+            return site, text
+        sites = [site] if chosen else self.runtime.sites
+        for candidate in sorted(sites, key=lambda s: len(bundle_link(s)), reverse=True):
+            base = bundle_link(candidate).rstrip("/")
+            if base and text.startswith(base + "/"):
+                rest = text[len(base) :]
+                for key in (rest, unquote(rest)):
+                    if key in candidate.unit_rows:
+                        return candidate, key
+        return site, text
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None, client: str) -> ToolReply:
         """Check, screen, cap, then run one tool. Never logs argument text."""
@@ -188,9 +277,13 @@ class DocsTools:
         if unexpected:
             takes = ", ".join(sorted(allowed)) or "no arguments"
             return ToolReply.failure(f"{name} does not take {unexpected[0]!r}; it takes {takes}")
-        for key in allowed:
+        for key in specs[name]["required"]:
             if not isinstance(args.get(key), str):
                 return ToolReply.failure(f"{name} needs {key!r} as a string")
+        chosen = SITE_ARG in args
+        site = self._choose(name, args)  # one bundle for the whole call, even if a swap lands
+        if isinstance(site, ToolReply):
+            return site
         allowed = self.limit(client)
         if not (await allowed if inspect.isawaitable(allowed) else allowed):
             return ToolReply.failure("rate cap reached for this client; try again in a minute")
@@ -201,20 +294,46 @@ class DocsTools:
                     f"{key!r} is {len(args[key])} characters, over the limit {limit}"
                 )
         if name == "search_docs":
-            return await self._search(args["query"])
+            return await self._search(site, args["query"])
         if name == "ask":
-            return await self._ask(args["question"], client)
-        if "id" in args and self.site_url and args["id"].startswith(self.site_url.rstrip("/")):
-            args["id"] = args["id"][len(self.site_url.rstrip("/")) :]  # a section URL given as id
-        return await self._model_tool(name, args)
+            return await self._ask(site, args["question"], client)
+        if name == "list_sites":
+            return self._list_sites()
+        if "id" in args:  # a section URL given as id reads the bundle it belongs to
+            site, args["id"] = self._section_id(args["id"], site, chosen)
+        return await self._model_tool(site, name, args)
 
-    async def _search(self, query: str) -> ToolReply:
+    def _list_sites(self) -> ToolReply:
+        # The same prefix, language and version as /api/health's `sites`.
+        default = self.site
+        return ToolReply(
+            {
+                "sites": [
+                    {
+                        "prefix": s.prefix,
+                        "language": s.language,
+                        "version": s.version,
+                        "default": s is default,
+                        "name": s.name,
+                        "url": bundle_link(s),
+                        "pages": len(s.bundle.pages),
+                        "sections": len(s.bundle.units),
+                    }
+                    for s in self.runtime.sites
+                ]
+            }
+        )
+
+    async def _search(self, site: Site, query: str) -> ToolReply:
         # The turn's own stage 3: hybrid retrieval, then the calibrated gate.
-        site = self.site  # one bundle for the whole call, even if a swap lands meanwhile
         retrieval = await asyncio.to_thread(site.retrieve, AskRequest(question=query))
-        common = {"confidence": retrieval.confidence, "retriever": retrieval.retriever}
+        common = {
+            "confidence": retrieval.confidence,
+            "retriever": retrieval.retriever,
+            SITE_ARG: site.prefix,
+        }
         if not retrieval.passed:
-            closest = [self._page(p.url, p.title) for p in retrieval.closest_pages()]
+            closest = [self._page(site, p.url, p.title) for p in retrieval.closest_pages()]
             return ToolReply(
                 {
                     "covered": False,
@@ -227,33 +346,42 @@ class DocsTools:
         sections = [self._section(site, r) for r in rows]
         return ToolReply({"covered": True, "sections": sections, **common})
 
-    async def _model_tool(self, name: str, args: dict[str, Any]) -> ToolReply:
+    async def _model_tool(self, site: Site, name: str, args: dict[str, Any]) -> ToolReply:
         # The answer loop's own tools (one owner): a fresh TurnTools per call, so the
         # per-turn expand limit does not carry over between an agent's calls, and every
         # section it hands out is spelled out (its `emitted` record says which, in order).
-        site = self.site
         tools = TurnTools(site)
         observation = await tools.run(ToolCall("mcp", name, args, ""))
         if observation.startswith("error: "):
-            return ToolReply.failure(observation.removeprefix("error: "))
+            message = observation.removeprefix("error: ")
+            unit_id = args.get("id")
+            elsewhere = [s.prefix for s in self.runtime.sites if unit_id in s.unit_rows]
+            if elsewhere and site.prefix not in elsewhere:
+                where = ", ".join(map(repr, elsewhere))
+                message += (
+                    f" in site {site.prefix!r}; it is a section of site {where}: pass that "
+                    "'site' with the id, as the call that returned it did"
+                )
+            return ToolReply.failure(message)
         if name == "list_pages":
             pages = []
             for line in observation.splitlines():
                 url, sep, title = line.partition(" — ")
                 if sep:
-                    pages.append(self._page(url, title))
-            return ToolReply({"pages": pages})
+                    pages.append(self._page(site, url, title))
+            return ToolReply({"pages": pages, SITE_ARG: site.prefix})
         rows = [site.unit_rows[i] for i in tools.emitted if i in site.unit_rows]
         data: dict[str, Any] = {"sections": [self._section(site, r) for r in rows]}
         if not rows:
             data["message"] = observation.strip("()")
+        data[SITE_ARG] = site.prefix
         return ToolReply(data)
 
-    async def _ask(self, question: str, client: str) -> ToolReply:
+    async def _ask(self, site: Site, question: str, client: str) -> ToolReply:
         caps = self.caps() if self.caps is not None else None
         over_budget = False
         if caps is not None:
-            admission = await caps.admit(self.site.prefix, client)
+            admission = await caps.admit(site.prefix, client)
             if not admission.allowed:
                 return ToolReply.failure(
                     f"answer cap reached ({admission.cap}); try again in "
@@ -261,20 +389,25 @@ class DocsTools:
                     retry_after=admission.retry_after,
                 )
             over_budget = await caps.spend_exhausted()
-        result = await self.runtime.ask(AskRequest(question=question), models=not over_budget)
+        # No reader's page (nothing to rank first, nothing to tell the model); the
+        # runtime's own words (refusals) follow the chosen bundle's language.
+        request = AskRequest(question=question, lang=site.language or None)
+        result = await self.runtime.ask(request, models=not over_budget, site=site)
         if caps is not None and result.usage:
             await caps.record_spend(int(result.usage.get("cost_micro_usd") or 0))
+        link = bundle_link(site)
         return ToolReply(
             {
                 "kind": result.kind,
                 "markdown": result.markdown,
                 "citations": [
-                    {"n": c.n, "id": c.id, "title": c.title, "url": site_link(c.url, self.site_url)}
+                    {"n": c.n, "id": c.id, "title": c.title, "url": site_link(c.url, link)}
                     for c in result.citations
                 ],
-                "closest": [self._page(p.url, p.title) for p in result.closest],
+                "closest": [self._page(site, p.url, p.title) for p in result.closest],
                 "tentative": result.tentative,
                 "confidence": result.confidence,
+                SITE_ARG: site.prefix,
             }
         )
 
@@ -319,7 +452,9 @@ def build_server(tools: DocsTools) -> Any:
         version=__version__,
         instructions=(
             f"Documentation of {tools.site.name}: search it, read sections by id, cite "
-            "section URLs. A search the site does not cover says so (covered=false)."
+            "section URLs. A search the site does not cover says so (covered=false). "
+            "Other languages or docs versions, when served: list_sites names them, and "
+            "every tool's optional `site` argument picks one (default: the root bundle)."
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -139,15 +139,22 @@ class Runtime:
         }
 
     async def ask(
-        self, request: AskRequest, emit: EventSink | None = None, *, models: bool = True
+        self,
+        request: AskRequest,
+        emit: EventSink | None = None,
+        *,
+        models: bool = True,
+        site: Site | None = None,
     ) -> Result:
         """Run one turn; progress goes to ``emit``; the returned Result is authoritative.
         ``models=False`` (the spend cap reached) settles above the gate as `passages`.
+        ``site`` picks the bundle instead of the reader's page (the MCP tools' `site`).
         With a recorder, the turn is spooled (on disk) before this returns."""
         clock = StageClock()
-        result = await self._turn(request, clock.wrap(emit or _ignore), models)
+        site = site or self.site_for(request.page)
+        result = await self._turn(request, clock.wrap(emit or _ignore), models, site)
         latency = clock.finish()
-        check = self._checked(result, request) if self.recorder is not None and models else None
+        check = self._checked(result, site) if self.recorder is not None and models else None
         if self.recorder is not None:
             await self.recorder.record(result, request, latency, awaits_verdict=bool(check))
         if self.metrics is not None:
@@ -158,12 +165,12 @@ class Runtime:
             task.add_done_callback(self._checks.discard)
         return result
 
-    def _checked(self, result: Result, request: AskRequest) -> list[tuple[str, str]]:
+    def _checked(self, result: Result, site: Site) -> list[tuple[str, str]]:
         """The cited passages (title, text) when this answer gets a second opinion."""
         options = self.settings.second_opinion
         if not self.providers or not options.applies(result.kind, result.confidence):
             return []
-        units = {unit.id: unit for unit in self.site_for(request.page).bundle.units}
+        units = {unit.id: unit for unit in site.bundle.units}
         cited = [units[c.id] for c in result.citations if c.id in units]
         return [(" > ".join([*u.breadcrumb, u.title]) if u.breadcrumb else u.title, u.text)
                 for u in cited]
@@ -188,8 +195,9 @@ class Runtime:
             )
             await self.recorder.verdict(record)
 
-    async def _turn(self, request: AskRequest, emit: EventSink, models: bool) -> Result:
-        site = self.site_for(request.page)
+    async def _turn(
+        self, request: AskRequest, emit: EventSink, models: bool, site: Site
+    ) -> Result:
         turn_id = new_turn_id()
         base: dict[str, Any] = {"turn_id": turn_id, "bundle_hash": site.bundle.hash}
 
