@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from docpilot_runtime.index.cache import resolve_cache_dir
 from docpilot_runtime.index.llms_manifest import link_other_bundles
 from docpilot_runtime.index.manifest import bundle_entry, read_manifest, record_bundle
 from docpilot_runtime.index.options import IndexOptions
+from docpilot_runtime.paths import published_under
 from docpilot_runtime.schema import OptionsError
 from docpilot_runtime.settings import build_options
 from docpilot_runtime.settings_schema import PLUGIN
@@ -247,15 +249,18 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         root = Path(config.site_dir)
         folder = self._folder()
         site = root / folder
+        options = self.options
+        if folder and options.site_url:  # a language's own address: its llms.txt links
+            options = replace(options, site_url=published_under(options.site_url, f"/{folder}"))
         try:
             result = index_built_site(
                 site,
-                self.options,
+                options,
                 self.widget_options,
                 pages=self.pages + pages_left_unbuilt(
                     root, self.site_pages, self.pages, self._label, self.nav_order, folder
                 ),
-                embedder=self._load_embedder(self.options),
+                embedder=self._load_embedder(options),
                 tag_pages=False,  # on_post_page tagged each page as MkDocs wrote it
                 warn=log.warning,
                 note=log.info,
@@ -276,5 +281,6 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         entry = bundle_entry(root, result.report.path, language, docs_version())
         record_bundle(root, entry)
         if self.language is not None:
-            link_other_bundles(root, read_manifest(root))  # the root llms.txt links them all
+            # The root llms.txt links them all (absolute under the root's site_url).
+            link_other_bundles(root, read_manifest(root), self.options.site_url)
 

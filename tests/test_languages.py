@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,25 @@ def test_each_language_gets_its_own_bundle_listed_in_one_manifest(
     assert "benötigt" in result["markdown"]
     english_answer = _ask(site, "Which Python version is required?", "/")
     assert any(c["title"] == "Requirements" for c in english_answer["citations"])
+
+
+def test_each_language_s_llms_txt_links_under_its_own_folder(tmp_path: Path) -> None:
+    """With a site_url, /de/llms.txt links the German pages under /de/, and the root
+    llms.txt links the German file by its absolute address."""
+    config = _site(tmp_path, "folder")
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["site_url"] = "https://docs.example.com/"
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    mkdocs_build(config)
+    site = tmp_path / "site"
+    german = (site / "de" / "llms.txt").read_text(encoding="utf-8")
+    links = re.findall(r"\]\((https?://[^)]+)\)", german)
+    assert links and all(link.startswith("https://docs.example.com/de/") for link in links), links
+    assert "https://docs.example.com/de/guide/#zwischenspeicher" in links
+    root = (site / "llms.txt").read_text(encoding="utf-8")
+    assert "](https://docs.example.com/de/llms.txt)" in root
+    english = re.findall(r"\]\((https?://[^)]+)\)", root)
+    assert not any("/de/" in link for link in english if not link.endswith("/de/llms.txt"))
 
 
 def test_a_language_whose_index_is_empty_is_a_build_warning(tmp_path: Path) -> None:

@@ -36,12 +36,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from . import __version__
 from .caps import Caps
 from .credentials import find_credential
 from .index.llms_txt import site_link
+from .paths import published_under
 from .providers import ToolCall
 from .retrieval import Site
 from .settings import Settings
@@ -79,16 +80,9 @@ SITE_ARG = "site"
 
 
 def bundle_link(site: Site) -> str:
-    """Where a bundle's pages are published, for `site_link`: the bundle's site_url under
-    its prefix (MkDocs under mike or mkdocs-static-i18n keeps the root's site_url in every
-    version's and language's build; a site_url that already ends with the prefix is kept),
-    or the prefix itself when no site_url is known (then links are paths from the root)."""
-    url, prefix = site.bundle.site.url, site.prefix
-    if not url:
-        return prefix
-    if (urlsplit(url).path.rstrip("/") + "/").endswith(prefix):
-        return url
-    return url.rstrip("/") + prefix
+    """Where a bundle's pages are published, for `site_link` (`paths.published_under`;
+    with no site_url known, links are paths from the root)."""
+    return published_under(site.bundle.site.url, site.prefix)
 
 
 def _label(site: Site) -> str:

@@ -7,7 +7,7 @@ compared through ``page_key``. Pure Python, for the browser core.
 
 from __future__ import annotations
 
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 
 def page_path(url: str) -> str:
@@ -39,3 +39,15 @@ def page_key(url: str, prefix: str = "/") -> str:
                 segments[-1] = segments[-1][: -len(suffix)]
                 break
     return "/".join(segments)
+
+
+def published_under(site_url: str, prefix: str) -> str:
+    """Where a bundle mounted at ``prefix`` ("/de/") is published: ``site_url`` under the
+    prefix, since MkDocs under mkdocs-static-i18n or mike keeps the root's site_url in
+    every language's and version's build; a site_url that already ends with the prefix
+    (one MkDocs project per language) is kept. Without a site_url: the prefix itself."""
+    if not site_url:
+        return prefix
+    if (urlsplit(site_url).path.rstrip("/") + "/").endswith(prefix):
+        return site_url
+    return site_url.rstrip("/") + prefix
