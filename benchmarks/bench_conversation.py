@@ -26,9 +26,8 @@ the follow-up's own content terms (beyond the earlier question's, no function wo
 how many of those the corpus never uses, the share of all its terms the corpus knows
 (low: another language), how many of its corpus words (exact or cognate) held in few
 units are found in the composed question's best units, how many of its words unknown to
-the corpus are written like names (``followup.name_terms``), whether it opens with the
-word for "and" of some language (y/n), the score of the question the rule rescues it on
-("-": not rescued), and the cognates it matched.
+the corpus are written like names (``followup.name_terms``), the score of the question
+the rule rescues it on ("-": not rescued), and the cognates it matched.
 """
 
 from __future__ import annotations
@@ -55,7 +54,7 @@ from docpilot_runtime.evaluation import (
     load_questions,
     summarise,
 )
-from docpilot_runtime.followup import followup_terms, name_terms, opens_with_and
+from docpilot_runtime.followup import followup_terms, name_terms
 from docpilot_runtime.retrieval import anchor_questions
 from docpilot_runtime.turn import Runtime
 
@@ -148,7 +147,7 @@ def features(runtime: Runtime, questions: list[EvalQuestion]) -> None:
         plain = site.judge(site.search(q.question))[1] / threshold
         ranking = site.search(" ".join([*anchors, q.question]))
         composed = site.judge(ranking)[1] / threshold
-        found = followup_terms(index, anchors, q.question)
+        found = followup_terms(index, anchors, q.question, p.rescue_known_df)
         mapped = {t: t if index.document_frequency(t) else site.cognates.of(t) for t in found.own}
         content = [
             t
@@ -166,7 +165,6 @@ def features(runtime: Runtime, questions: list[EvalQuestion]) -> None:
             f"{q.kind[9:]:10} {q.lang} plain {plain:5.2f} composed {composed:5.2f} "
             f"own {len(found.own):2} unseen {len(found.unseen):2} known {found.known_share:4.2f} "
             f"held {len(held)}/{len(content)} names {len(names)} "
-            f"and {'y' if opens_with_and(q.question) else 'n'} "
             f"rescue {verdict:>5} | {q.question[:50]} | "
             + " ".join(f"{k}~{v}" for k, v in mapped.items() if v and v != k)
         )

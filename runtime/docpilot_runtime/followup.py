@@ -39,7 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from .params import RetrievalParams
+from .params import DEFAULT_PARAMS, RetrievalParams
 from .tokenize import query_terms, tokenize
 
 FUNCTION_WORDS_FILE = Path(__file__).with_name("function_words.json")
@@ -152,13 +152,20 @@ class FollowupTerms:
     known_share: float
 
 
-def followup_terms(index: Vocabulary, anchors: Sequence[str], question: str) -> FollowupTerms:
+def followup_terms(
+    index: Vocabulary,
+    anchors: Sequence[str],
+    question: str,
+    known_df: int = DEFAULT_PARAMS.rescue_known_df,
+) -> FollowupTerms:
+    """The follow-up's terms as the rule reads them; a term counts toward the known
+    share when at least ``known_df`` units use it (``RetrievalParams.rescue_known_df``)."""
     earlier = {t for a in anchors for t in query_terms(a)}
     terms = query_terms(question)
     df = index.document_frequency
     skip = function_words()
     own = tuple(dict.fromkeys(t for t in terms if t not in earlier and t not in skip))
-    known = sum(1 for t in terms if df(t) > 0)
+    known = sum(1 for t in terms if df(t) >= known_df)
     return FollowupTerms(
         own=own,
         unseen=tuple(t for t in own if df(t) == 0),
@@ -183,7 +190,7 @@ def rescue_question(
     rescued (see the module docstring). ``composed_order(text)`` is the retrieval order
     of ``text``; it is called only for a follow-up in another language."""
     composed = " ".join([*anchors, question])
-    found = followup_terms(index, anchors, question)
+    found = followup_terms(index, anchors, question, params.rescue_known_df)
     foreign = found.known_share < params.rescue_foreign_share
     if len(found.unseen) <= params.rescue_unseen_terms and not foreign:
         return composed

@@ -104,6 +104,12 @@ class RetrievalParams:
       some language's "and" (CLDR list patterns) and has at most 3 unseen words answered
       9 more of the follow-up set's tune elliptical follow-ups (8 -> 16 of 25) but on its
       test half carried 2 uncovered ones (0 before): measured at ``d511542``, not kept.
+    * ``rescue_known_df`` (2): for that share, a term is known to the corpus when at
+      least this many units use it. One English unit saying "a worker that dies" had
+      made German "die" known and a German follow-up count as English. Tune halves: same
+      on the dev sets, one more foreign elliptical follow-up answered on the follow-up
+      set in lexical mode; test halves: one more on the dev sets in lexical mode, none
+      carried in either.
     """
 
     rrf_k: int = 60
@@ -161,6 +167,7 @@ class RetrievalParams:
     threshold_range: tuple[float, float] = (0.1, 0.75)
     rescue_unseen_terms: int = 0
     rescue_foreign_share: float = 0.5
+    rescue_known_df: int = 2
     rescue_content_df: float = 0.2
     rescue_held_units: int = 3
     cognate_prefix: int = 5
