@@ -151,11 +151,12 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         self._embedder: Embedder | None = None
         self._embedder_key: object = None
         self.nav: list[tuple[str, str]] = []
+        self.serve = False
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         # Defining on_startup keeps this object alive across `mkdocs serve` rebuilds,
         # so the embedding model is loaded once.
-        pass
+        self.serve = command == "serve"  # rebuilds reuse the last gate calibration
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
         if not self.config.enabled:
@@ -261,6 +262,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
                 note=log.info,
                 log=log.info,
                 nav=self.nav,
+                serve=self.serve,
             )
         except (BuildError, EmbedderError, BrowserRuntimeError) as exc:
             # Without Pyodide the widget sends nothing (it cannot check for secrets).

@@ -29,7 +29,7 @@ import math
 import re
 import sys
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,11 +81,14 @@ BOOSTS = (("title", TITLE_BOOST), ("breadcrumb", BREADCRUMB_BOOST), ("text", TEX
 
 
 def build_lexical(
-    docs: Sequence[LexicalDoc], boosts: tuple[tuple[str, int], ...] = BOOSTS
+    docs: Sequence[LexicalDoc],
+    boosts: tuple[tuple[str, int], ...] = BOOSTS,
+    tokens: Callable[[str], Sequence[str]] = tokenize,
 ) -> LexicalBlock:
     """The bundle's ``lexical`` block for these units, deterministic for the same input.
     ``boosts``: each field's weight, in the order title, breadcrumb, text (the benchmarks
-    try others; the bundle records the ones used)."""
+    try others; the bundle records the ones used). ``tokens``: what tokenizes a field; it
+    must give ``tokenize``'s tokens (the build passes a cache of them, ``index/tokens``)."""
     postings: dict[str, list[tuple[int, int]]] = {}
     lengths = array("I")
     weights = dict(boosts)
@@ -97,7 +100,7 @@ def build_lexical(
             (doc.breadcrumb, weights["breadcrumb"]),
             (doc.text, weights["text"]),
         ):
-            for token in tokenize(field):
+            for token in tokens(field):
                 counts[token] = counts.get(token, 0) + boost
                 length += boost
         lengths.append(length)
