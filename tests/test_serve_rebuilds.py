@@ -1,5 +1,5 @@
-"""`mkdocs serve`: a rebuild after one edit tokenizes only the changed units and reuses
-the last gate calibration, while a `mkdocs build` of the same docs writes the bytes it
+"""`mkdocs serve`: a rebuild after one edit tokenizes only the changed units, reuses
+the last gate calibration and compresses nothing for a static server, while a `mkdocs build` of the same docs writes the bytes it
 always has, warm caches or not.
 
 The serve session runs in this process, as `mkdocs serve` does: the config reloaded for
@@ -87,6 +87,9 @@ def test_serve_rebuild_after_one_edit_tokenizes_only_the_edited_unit(
     # ...so this bundle is not what `mkdocs build` would write: it is not recorded as the
     # last build (which a later `mkdocs build` of the same docs would copy back).
     assert (tmp_path / "cache" / LAST_BUILD_NAME).read_bytes() == record
+    # Serve's server ignores .gz/.br siblings: static.json is not compressed again.
+    assert (site / "docpilot" / "static.json").is_file()
+    assert not list((site / "docpilot").glob("static.json.*"))
 
 
 def test_build_after_a_serve_session_writes_the_bytes_of_a_cold_build(
@@ -119,4 +122,5 @@ def test_build_after_a_serve_session_writes_the_bytes_of_a_cold_build(
     mkdocs_build(cold_config)
     cold = bundle_path(tmp_path / "cold-site").read_bytes()
     assert after_serve == cold
+    assert (config.parent / "site" / "docpilot" / "static.json.br").is_file()
     assert warm == cold

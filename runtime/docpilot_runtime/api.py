@@ -82,7 +82,8 @@ def index_built_site(
     ``llms.txt``). With ``tag_pages`` the
     widget's tags are added to every page here; the plugin passes False because it adds
     them while MkDocs writes each page. ``serve``: a `mkdocs serve` rebuild, which reuses
-    this process's last gate calibration (``index_site``). Raises BuildError,
+    this process's last gate calibration (``index_site``) and writes no .gz/.br siblings
+    of the widget's text files (``install_browser_runtime``). Raises BuildError,
     EmbedderError or BrowserRuntimeError naming what is wrong.
     """
     site = Path(site_dir)
@@ -103,7 +104,9 @@ def index_built_site(
     if tag_pages:
         config = widget_config(widget, options.actions, page_language(all_pages), "[index]")
         tagged = inject_built_site(site, [(p.path, p.url) for p in all_pages], config)
-    install_widget(site, widget, log=log, bundle=report.bundle, warn=warn)
+    # `mkdocs serve`'s server ignores .gz/.br siblings: compressing static.json again after
+    # every edit would only cost time.
+    install_widget(site, widget, log=log, bundle=report.bundle, warn=warn, precompress=not serve)
     return IndexResult(report, widget=True, tagged=tagged, page_count=len(all_pages))
 
 
