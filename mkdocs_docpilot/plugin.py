@@ -10,6 +10,10 @@ edited pages; the pages it left alone are read back from the site dir as they we
 written (with their noindex tag), so the bundle still covers the whole site and the
 embedding cache keeps every unit.
 
+Under `mkdocs serve` (``on_startup`` says so) each rebuild reuses the gate the session's
+first build calibrated and writes no .gz/.br siblings of the widget's text files: a
+preview's bundle, never recorded as the last build (``index_site``'s ``serve``).
+
 The reader's widget: every page gets its configuration (a JSON script block) and a
 module script tag before `</body>`, with a relative path so the site works under a
 sub-path; the widget's files are copied into `site/docpilot/` after the build.
