@@ -124,3 +124,24 @@ def test_build_after_a_serve_session_writes_the_bytes_of_a_cold_build(
     assert after_serve == cold
     assert (config.parent / "site" / "docpilot" / "static.json.br").is_file()
     assert warm == cold
+
+
+def test_serve_calibrates_again_when_the_site_grows_by_more_than_a_tenth(
+    make_site: SiteFactory, tmp_path: Path
+) -> None:
+    config = make_site(PAGES)
+    site = tmp_path / "serve-site"
+    rebuild = _session(config, site, "serve")
+    rebuild()
+    units = len(load_bundle(site).units)
+    record = (tmp_path / "cache" / LAST_BUILD_NAME).read_bytes()
+
+    (config.parent / "docs" / "timeouts.md").write_text(
+        "# Timeouts\n\n## Connect\n\nSeconds to wait for a connection.\n\n"
+        "## Read\n\nSeconds to wait for the first byte of a reply.\n",
+        encoding="utf-8",
+    )
+    rebuild()
+    assert len(load_bundle(site).units) > 1.1 * units
+    # Calibrated for the grown site: a bundle `mkdocs build` would write, so recorded.
+    assert (tmp_path / "cache" / LAST_BUILD_NAME).read_bytes() != record

@@ -248,11 +248,21 @@ class LastBuild:
 
 
 # The last gate calibrated (or restored) in this process, per site, options and
-# embedder: under `mkdocs serve` a rebuild reuses it instead of running the ~260 probe
-# searches again (``index_site``'s ``serve``). It is not keyed by the units, so after an
-# edit it is the gate of the site as it was: close enough for a preview, never written
-# by `mkdocs build`, and never saved as the last build.
-_LAST_GATES: dict[tuple[str, str], Gate] = {}
+# embedder, with the number of units it was calibrated on: under `mkdocs serve` a rebuild
+# reuses it instead of running the ~260 probe searches again (``index_site``'s
+# ``serve``). It is not keyed by the units' text, so after an edit it is the gate of the
+# site as it was: close enough for a preview, never written by `mkdocs build`, and never
+# saved as the last build. A site that grew or shrank by more than a tenth of its units
+# (a page added to a small site) is calibrated again.
+_LAST_GATES: dict[tuple[str, str], tuple[Gate, int]] = {}
+_REUSE_UNITS_CHANGE = 0.1
+
+
+def _reusable_gate(key: tuple[str, str], units: int) -> Gate | None:
+    last = _LAST_GATES.get(key)
+    if last is None or abs(units - last[1]) > _REUSE_UNITS_CHANGE * last[1]:
+        return None
+    return last[0]
 
 
 def _gate_key(site: Path, options: IndexOptions, embedder: Embedder | None) -> tuple[str, str]:
@@ -331,7 +341,7 @@ def index_site(
     gate_key = _gate_key(site, options, embedder)
     if last.restore(key, report, _warn, _note):
         if serve and report.bundle is not None:
-            _LAST_GATES[gate_key] = report.bundle.gate
+            _LAST_GATES[gate_key] = (report.bundle.gate, report.units)
         write_agent_files(site, options, nav, _warn)
         report.index_seconds = report.seconds = time.perf_counter() - started
         return report
@@ -401,7 +411,7 @@ def index_site(
         [LexicalDoc(u.title, " ".join(u.breadcrumb), u.text) for u in units],
         tokens=cached_tokens,
     )
-    last_gate = _LAST_GATES.get(gate_key) if serve else None
+    last_gate = _reusable_gate(gate_key, len(units)) if serve else None
     if last_gate is not None:
         gate, report.gate_reused = last_gate, True
     else:
@@ -410,7 +420,7 @@ def index_site(
         except EmbedderError as exc:
             raise BuildError(f"embedder failed during gate calibration: {exc}") from exc
         if serve:
-            _LAST_GATES[gate_key] = gate
+            _LAST_GATES[gate_key] = (gate, len(units))
     if cache is not None:
         try:
             cache.save(prune=not serve)
