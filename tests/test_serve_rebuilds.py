@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 from corpora import SiteFactory, mkdocs_build
-from docpilot_runtime.bundle import bundle_path, load_bundle
+from docpilot_runtime.bundle import Bundle, bundle_path, load_bundle
 from docpilot_runtime.index.build import LAST_BUILD_NAME
 from docpilot_runtime.index.tokens import Stats
 from mkdocs.commands.build import build
@@ -64,15 +64,23 @@ def _edit(config: Path, marker: str) -> None:
     )
 
 
-def test_serve_rebuild_after_one_edit_tokenizes_only_the_edited_unit(
+def _served(
     make_site: SiteFactory, tmp_path: Path
-) -> None:
+) -> tuple[Path, Path, Callable[[], None], Bundle, bytes]:
+    """A serve session after its first build: mkdocs.yml, the site dir, the rebuild
+    function, the first bundle and the last-build record it left."""
     config = make_site(PAGES)
     site = tmp_path / "serve-site"
     rebuild = _session(config, site, "serve")
     rebuild()
-    first = load_bundle(site)
     record = (tmp_path / "cache" / LAST_BUILD_NAME).read_bytes()
+    return config, site, rebuild, load_bundle(site), record
+
+
+def test_serve_rebuild_after_one_edit_tokenizes_only_the_edited_unit(
+    make_site: SiteFactory, tmp_path: Path
+) -> None:
+    config, site, rebuild, first, record = _served(make_site, tmp_path)
 
     _edit(config, "a sentence no test tokenized before: serve-edit-7d1c")
     before = Stats.tokenized
@@ -129,12 +137,7 @@ def test_build_after_a_serve_session_writes_the_bytes_of_a_cold_build(
 def test_serve_calibrates_again_when_the_site_grows_by_more_than_a_tenth(
     make_site: SiteFactory, tmp_path: Path
 ) -> None:
-    config = make_site(PAGES)
-    site = tmp_path / "serve-site"
-    rebuild = _session(config, site, "serve")
-    rebuild()
-    units = len(load_bundle(site).units)
-    record = (tmp_path / "cache" / LAST_BUILD_NAME).read_bytes()
+    config, site, rebuild, first, record = _served(make_site, tmp_path)
 
     (config.parent / "docs" / "timeouts.md").write_text(
         "# Timeouts\n\n## Connect\n\nSeconds to wait for a connection.\n\n"
@@ -142,6 +145,6 @@ def test_serve_calibrates_again_when_the_site_grows_by_more_than_a_tenth(
         encoding="utf-8",
     )
     rebuild()
-    assert len(load_bundle(site).units) > 1.1 * units
+    assert len(load_bundle(site).units) > 1.1 * len(first.units)
     # Calibrated for the grown site: a bundle `mkdocs build` would write, so recorded.
     assert (tmp_path / "cache" / LAST_BUILD_NAME).read_bytes() != record
