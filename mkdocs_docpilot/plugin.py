@@ -10,6 +10,10 @@ edited pages; the pages it left alone are read back from the site dir as they we
 written (with their noindex tag), so the bundle still covers the whole site and the
 embedding cache keeps every unit.
 
+Under `mkdocs serve` (``on_startup`` says so) each rebuild reuses the gate the session's
+first build calibrated and writes no .gz/.br siblings of the widget's text files: a
+preview's bundle, never recorded as the last build (``index_site``'s ``serve``).
+
 The reader's widget: every page gets its configuration (a JSON script block) and a
 module script tag before `</body>`, with a relative path so the site works under a
 sub-path; the widget's files are copied into `site/docpilot/` after the build.
@@ -153,11 +157,12 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         self._embedder: Embedder | None = None
         self._embedder_key: object = None
         self.nav: list[tuple[str, str]] = []
+        self.serve = False
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         # Defining on_startup keeps this object alive across `mkdocs serve` rebuilds,
         # so the embedding model is loaded once.
-        pass
+        self.serve = command == "serve"  # rebuilds reuse the last gate calibration
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
         if not self.config.enabled:
@@ -266,6 +271,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
                 note=log.info,
                 log=log.info,
                 nav=self.nav,
+                serve=self.serve,
             )
         except (BuildError, EmbedderError, BrowserRuntimeError) as exc:
             # Without Pyodide the widget sends nothing (it cannot check for secrets).

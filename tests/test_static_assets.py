@@ -372,6 +372,20 @@ def test_install_writes_reduced_precompressed_core_wheel_lock_and_index_then_cha
     assert "0 of 16 files updated" in messages[-1]
 
 
+def test_without_precompression_no_text_file_keeps_a_compressed_sibling(
+    isolated: Path, site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mkdocs serve` installs without compressing the widget's text files (its server
+    ignores .gz/.br siblings); siblings a previous install left would be stale, so go."""
+    monkeypatch.setenv(PYODIDE_DIR_ENV, str(fake_pyodide(isolated / "core")))
+    install_browser_runtime(site)
+    assert (site / "docpilot" / "static.json.br").exists()
+    install_browser_runtime(site, precompress=False)
+    names = {p.name for p in (site / "docpilot").iterdir() if p.is_file()}
+    assert "static.json" in names
+    assert not {n for n in names if n.endswith((".gz", ".br"))}
+
+
 def test_with_a_pyodide_url_no_pyodide_file_is_copied_and_old_ones_go(
     isolated: Path, site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -73,6 +73,7 @@ def index_built_site(
     note: Log | None = None,
     log: Log = lambda _message: None,
     nav: Sequence[NavEntry] = (),
+    serve: bool = False,
 ) -> IndexResult:
     """Write the bundle for an already built site and install the reader's widget.
 
@@ -80,8 +81,10 @@ def index_built_site(
     order whoever lists them (``nav``, the site's navigation as (url, title) pairs, orders
     ``llms.txt``). With ``tag_pages`` the
     widget's tags are added to every page here; the plugin passes False because it adds
-    them while MkDocs writes each page. Raises BuildError, EmbedderError or
-    BrowserRuntimeError naming what is wrong.
+    them while MkDocs writes each page. ``serve``: a `mkdocs serve` rebuild, which reuses
+    this process's last gate calibration (``index_site``) and writes no .gz/.br siblings
+    of the widget's text files (``install_browser_runtime``). Raises BuildError,
+    EmbedderError or BrowserRuntimeError naming what is wrong.
     """
     site = Path(site_dir)
     options = options or IndexOptions()
@@ -92,7 +95,8 @@ def index_built_site(
     # One order for every caller, so the plugin and `docpilot index` write the same bytes.
     all_pages = sorted(collect_pages(site) if pages is None else pages, key=lambda p: p.url)
     report = index_site(
-        site, options, pages=all_pages, embedder=embedder, warn=warn, note=note, nav=nav
+        site, options, pages=all_pages, embedder=embedder, warn=warn, note=note, nav=nav,
+        serve=serve,
     )
     if not widget.widget:
         return IndexResult(report, widget=False)
@@ -100,7 +104,9 @@ def index_built_site(
     if tag_pages:
         config = widget_config(widget, options.actions, page_language(all_pages), "[index]")
         tagged = inject_built_site(site, [(p.path, p.url) for p in all_pages], config)
-    install_widget(site, widget, log=log, bundle=report.bundle, warn=warn)
+    # `mkdocs serve`'s server ignores .gz/.br siblings: compressing static.json again after
+    # every edit would only cost time.
+    install_widget(site, widget, log=log, bundle=report.bundle, warn=warn, precompress=not serve)
     return IndexResult(report, widget=True, tagged=tagged, page_count=len(all_pages))
 
 

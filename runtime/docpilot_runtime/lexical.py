@@ -26,11 +26,14 @@ small numbers that gzip well; uint16 when there are fewer than 65,536 units, els
 from __future__ import annotations
 
 import math
+import operator
 import re
 import sys
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from .bundle import Bm25Params, LexicalBlock
@@ -81,39 +84,44 @@ BOOSTS = (("title", TITLE_BOOST), ("breadcrumb", BREADCRUMB_BOOST), ("text", TEX
 
 
 def build_lexical(
-    docs: Sequence[LexicalDoc], boosts: tuple[tuple[str, int], ...] = BOOSTS
+    docs: Sequence[LexicalDoc],
+    boosts: tuple[tuple[str, int], ...] = BOOSTS,
+    tokens: Callable[[str], Sequence[str]] = tokenize,
 ) -> LexicalBlock:
     """The bundle's ``lexical`` block for these units, deterministic for the same input.
     ``boosts``: each field's weight, in the order title, breadcrumb, text (the benchmarks
-    try others; the bundle records the ones used)."""
-    postings: dict[str, list[tuple[int, int]]] = {}
+    try others; the bundle records the ones used). ``tokens``: what tokenizes a field; it
+    must give ``tokenize``'s tokens (the build passes a cache of them, ``index/tokens``)."""
+    # Per term, the units that hold it and its weighted frequency in each, in unit order.
+    postings: dict[str, tuple[list[int], list[int]]] = {}
     lengths = array("I")
     weights = dict(boosts)
+    fields = [weights["title"], weights["breadcrumb"], weights["text"]]
     for index, doc in enumerate(docs):
         counts: dict[str, int] = {}
         length = 0
-        for field, boost in (
-            (doc.title, weights["title"]),
-            (doc.breadcrumb, weights["breadcrumb"]),
-            (doc.text, weights["text"]),
-        ):
-            for token in tokenize(field):
-                counts[token] = counts.get(token, 0) + boost
-                length += boost
+        for field, boost in zip((doc.title, doc.breadcrumb, doc.text), fields, strict=True):
+            found = tokens(field)
+            length += boost * len(found)
+            for token, n in Counter(found).items():
+                counts[token] = counts.get(token, 0) + boost * n
         lengths.append(length)
         for token, tf in counts.items():
-            postings.setdefault(token, []).append((index, min(tf, _TF_MAX)))
+            entry = postings.get(token)
+            if entry is None:
+                postings[token] = entry = ([], [])
+            entry[0].append(index)
+            entry[1].append(tf if tf < _TF_MAX else _TF_MAX)
     terms = sorted(postings)
     typecode, dtype = _doc_typecode(len(docs))
     offsets = array("I", [0])
     doc_ids = array(typecode)
     tfs = array("B")
     for term in terms:
-        previous = 0
-        for index, tf in postings[term]:
-            doc_ids.append(index - previous)
-            previous = index
-            tfs.append(tf)
+        units, frequencies = postings[term]
+        doc_ids.append(units[0])
+        doc_ids.extend(map(operator.sub, islice(units, 1, None), units))  # gaps
+        tfs.extend(frequencies)
         offsets.append(len(doc_ids))
     total = sum(lengths)
     return LexicalBlock(

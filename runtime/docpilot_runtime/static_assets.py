@@ -309,6 +309,7 @@ def install_browser_runtime(
     static_mode: bool = True,
     bundle: Bundle | None = None,
     warn: Log = _logger.warning,
+    precompress: bool = True,
 ) -> bool:
     """Install what the widget's worker loads into ``<site_dir>/docpilot/pyodide/``;
     return whether Pyodide's files are there (or served from ``pyodide_url``).
@@ -319,7 +320,10 @@ def install_browser_runtime(
     install) and the rest is installed anyway: the widget then says its in-browser check
     is unavailable and sends nothing. With ``static_mode`` the static index is written
     too (the bundle must exist by then). Idempotent: files already up to date are left
-    alone, and files a previous build left that are no longer wanted are removed."""
+    alone, and files a previous build left that are no longer wanted are removed.
+    ``precompress=False`` (`mkdocs serve`, whose server ignores .gz/.br siblings) skips
+    compressing the widget's text files, static.json among them, and removes the
+    siblings an earlier install left."""
     target = Path(site_dir) / BUNDLE_DIR / RUNTIME_DIR
     wanted: dict[str, bool] = {}
     source = None
@@ -349,7 +353,7 @@ def install_browser_runtime(
             stale.unlink()
     if static_mode:
         write_static_index(site_dir, bundle)
-    _precompress_text(Path(site_dir) / BUNDLE_DIR)
+    _precompress_text(Path(site_dir) / BUNDLE_DIR, precompress)
     if missing is not None:
         warn(
             f"docpilot: the widget's in-browser check is unavailable, so it will send "
@@ -372,11 +376,16 @@ def install_browser_runtime(
 _TEXT_SUFFIXES = (".js", ".css", ".json")
 
 
-def _precompress_text(directory: Path) -> None:
+def _precompress_text(directory: Path, precompress: bool = True) -> None:
     """Write .gz/.br siblings of the widget's .js/.css/.json files in ``directory``,
-    rewriting only those whose content changed; drop orphans."""
+    rewriting only those whose content changed; drop orphans. ``precompress=False``:
+    write none, and drop every sibling of such a file too (it would be stale)."""
     for path in list(directory.iterdir()):
-        if path.suffix in _TEXT_SUFFIXES and path.is_file():
+        if not precompress:
+            base = path.with_suffix("")
+            if path.suffix in pyodide_core.ENCODINGS and base.suffix in _TEXT_SUFFIXES:
+                path.unlink()
+        elif path.suffix in _TEXT_SUFFIXES and path.is_file():
             for suffix, packed in pyodide_core.compressed(
                 path.read_bytes(), pyodide_core.QUICK
             ).items():

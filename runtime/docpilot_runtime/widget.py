@@ -144,6 +144,7 @@ def install_widget(
     log: Callable[[str], None] = lambda _m: None,
     bundle: Bundle | None = None,
     warn: Callable[[str], None] | None = None,
+    precompress: bool = True,
 ) -> bool:
     """The widget's files plus Pyodide and our browser wheel, which its worker needs for
     the in-browser credential check (in every mode), and the static index, in every mode
@@ -162,6 +163,7 @@ def install_widget(
         True,
         bundle,
         **({"warn": warn} if warn else {}),
+        precompress=precompress,
     )
 
 

@@ -28,6 +28,7 @@ from ..bundle import (
     Bundle,
     BundleError,
     EmbedderInfo,
+    Gate,
     Page,
     SiteInfo,
     UnitRecord,
@@ -47,6 +48,7 @@ from .llms_txt import NavEntry, write_agent_files
 from .options import IndexOptions
 from .repeats import index_repeats_once
 from .site_name import site_name_from_pages
+from .tokens import cached_tokens
 from .units import Unit, page_units
 
 log = logging.getLogger("docpilot.index")
@@ -89,13 +91,16 @@ class BuildReport:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # per-page remarks, info-level
     probes_embedded: int = 0  # gate calibration queries embedded (cache misses)
+    gate_reused: bool = False  # `serve`: the gate is this process's last calibration
     bundle: Bundle | None = None  # what was written, decoded: static.json derives from it
 
     def summary(self) -> str:
+        reused = "; refusal gate reused from the last calibration (serve)"
         return (
             f"DocPilot: {self.units} units from {self.pages} pages, bundle "
             f"{self.bundle_bytes / 1024:.1f} KiB, {self.embed_calls} embedding calls "
             f"({self.embedded} embedded, {self.cached} cached) in {self.seconds:.2f}s"
+            + (reused if self.gate_reused else "")
         )
 
 
@@ -242,6 +247,29 @@ class LastBuild:
             write_atomic(self.path, msgpack.packb(record, use_bin_type=True))
 
 
+# The last gate calibrated (or restored) in this process, per site, options and
+# embedder, with the number of units it was calibrated on: under `mkdocs serve` a rebuild
+# reuses it instead of running the ~260 probe searches again (``index_site``'s
+# ``serve``). It is not keyed by the units' text, so after an edit it is the gate of the
+# site as it was: close enough for a preview, never written by `mkdocs build`, and never
+# saved as the last build. A site that grew or shrank by more than a tenth of its units
+# (a page added to a small site) is calibrated again.
+_LAST_GATES: dict[tuple[str, str], tuple[Gate, int]] = {}
+_REUSE_UNITS_CHANGE = 0.1
+
+
+def _reusable_gate(key: tuple[str, str], units: int) -> Gate | None:
+    last = _LAST_GATES.get(key)
+    if last is None or abs(units - last[1]) > _REUSE_UNITS_CHANGE * last[1]:
+        return None
+    return last[0]
+
+
+def _gate_key(site: Path, options: IndexOptions, embedder: Embedder | None) -> tuple[str, str]:
+    model = f"{embedder.name}/{embedder.model}/{embedder.dims}" if embedder is not None else ""
+    return str(site.resolve()), f"{options!r}\0{model}"
+
+
 def _check_writable(site_dir: Path) -> None:
     target = site_dir / BUNDLE_DIR
     probe = target if target.exists() else site_dir
@@ -259,6 +287,7 @@ def index_site(
     warn: Callable[[str], None] | None = None,
     nav: Sequence[NavEntry] = (),
     note: Callable[[str], None] | None = None,
+    serve: bool = False,
 ) -> BuildReport:
     """Index a built site and write its bundle. Raises BuildError, writing nothing.
 
@@ -266,6 +295,11 @@ def index_site(
     the one ``options`` names (pass one to reuse a loaded model across builds).
     ``warn`` gets what is misconfigured (a strict build fails on it); ``note`` gets
     per-page remarks (an empty page, a heading with no text), which are not.
+
+    ``serve`` (a `mkdocs serve` rebuild, a preview): reuse the gate this process last
+    calibrated for this site instead of calibrating again, keep every embedding cache
+    entry (the probes' too), and do not record a bundle with a reused gate as the last
+    build. Without it the bundle's bytes depend on the pages and options alone.
     """
     notes: list[str] = []
 
@@ -304,7 +338,10 @@ def index_site(
             raise BuildError(f"{source.path}: cannot read ({exc.strerror})") from None
     key = _build_key(options, embedder, sources, contents)
     last = LastBuild(Path(options.cache_dir) / LAST_BUILD_NAME)
+    gate_key = _gate_key(site, options, embedder)
     if last.restore(key, report, _warn, _note):
+        if serve and report.bundle is not None:
+            _LAST_GATES[gate_key] = (report.bundle.gate, report.units)
         write_agent_files(site, options, nav, _warn)
         report.index_seconds = report.seconds = time.perf_counter() - started
         return report
@@ -370,14 +407,23 @@ def index_site(
         dense = DenseIndex.from_bytes(
             packed, len(units), embedder.dims, center if center is not None else no_center
         )
-    lexical = build_lexical([LexicalDoc(u.title, " ".join(u.breadcrumb), u.text) for u in units])
-    try:
-        gate, report.probes_embedded = calibrate_gate(units, lexical, dense, embedder, cache)
-    except EmbedderError as exc:
-        raise BuildError(f"embedder failed during gate calibration: {exc}") from exc
+    lexical = build_lexical(
+        [LexicalDoc(u.title, " ".join(u.breadcrumb), u.text) for u in units],
+        tokens=cached_tokens,
+    )
+    last_gate = _reusable_gate(gate_key, len(units)) if serve else None
+    if last_gate is not None:
+        gate, report.gate_reused = last_gate, True
+    else:
+        try:
+            gate, report.probes_embedded = calibrate_gate(units, lexical, dense, embedder, cache)
+        except EmbedderError as exc:
+            raise BuildError(f"embedder failed during gate calibration: {exc}") from exc
+        if serve:
+            _LAST_GATES[gate_key] = (gate, len(units))
     if cache is not None:
         try:
-            cache.save()
+            cache.save(prune=not serve)
         except OSError as exc:
             _warn(f"embedding cache {cache.path} not saved ({exc.strerror}); next build re-embeds")
     report.index_seconds = time.perf_counter() - started
@@ -407,7 +453,8 @@ def index_site(
     except OSError as exc:
         raise BuildError(f"cannot write {report.path}: {exc.strerror}") from None
     report.bundle_bytes = len(payload)
-    last.save(key, payload, report)
+    if not report.gate_reused:  # the record holds only bundles a full build would write
+        last.save(key, payload, report)
     write_agent_files(site, options, nav, _warn)
     report.seconds = time.perf_counter() - started
     return report

@@ -83,9 +83,12 @@ class EmbeddingCache:
         self.used[key] = np.asarray(vector, dtype="<f4").tobytes()
         self._added = True
 
-    def save(self) -> None:
-        if not self._added and self.used.keys() == self.entries.keys() and self.path.exists():
+    def save(self, prune: bool = True) -> None:
+        """Write the entries this build used; ``prune=False`` keeps the unused ones too
+        (a `mkdocs serve` rebuild that skipped the gate's probes must not drop theirs)."""
+        kept = self.used if prune else {**self.entries, **self.used}
+        if not self._added and kept.keys() == self.entries.keys() and self.path.exists():
             return  # nothing to add or drop: skip rewriting (and syncing) the file
-        entries = dict(sorted(self.used.items()))
+        entries = dict(sorted(kept.items()))
         data = {"version": CACHE_VERSION, "dims": self.dims, "entries": entries}
         write_atomic(self.path, msgpack.packb(data, use_bin_type=True))

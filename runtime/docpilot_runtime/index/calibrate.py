@@ -33,9 +33,9 @@ from ..embedders import Embedder
 from ..gate import Signals, calibrate_mode
 from ..lexical_numpy import NumpyLexical
 from ..retrieval import Searcher
-from ..tokenize import tokenize
 from .cache import EmbeddingCache, cache_key
 from .probes import OFF_TOPIC
+from .tokens import cached_tokens
 from .units import Unit
 
 COVERED_PROBES = 160
@@ -69,7 +69,7 @@ def _mid_words(text: str, lexical: NumpyLexical) -> list[str]:
     """Distinct words of ``text`` that are neither rare nor everywhere in the corpus."""
     high = max(2, int(0.1 * lexical.count))
     words = []
-    for token in dict.fromkeys(tokenize(text)):
+    for token in dict.fromkeys(cached_tokens(text)):
         if len(token) < 3 or not any(c.isalpha() for c in token):
             continue
         if 2 <= lexical.document_frequency(token) <= high:
