@@ -197,9 +197,6 @@ class Recorder:
         except Exception as exc:
             log.error("verdict for %s not recorded: %s", item.turn_id, type(exc).__name__)
 
-    async def knows(self, turn_id: str) -> bool:
-        return await self.withheld(turn_id) is not None
-
     async def withheld(self, turn_id: str) -> bool | None:
         """Whether the turn's question was withheld; None when these records do not know
         the turn."""
