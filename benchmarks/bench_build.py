@@ -124,9 +124,9 @@ def staged(clock: StageClock) -> Iterator[None]:
             super().__init__(*args, **kwargs)
             clock.seconds["cache load"] += time.perf_counter() - t0
 
-        def save(self) -> None:
+        def save(self, prune: bool = True) -> None:
             t0 = time.perf_counter()
-            super().save()
+            super().save(prune)
             clock.seconds["cache save"] += time.perf_counter() - t0
 
     try:
