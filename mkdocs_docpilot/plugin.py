@@ -254,8 +254,10 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         root = Path(config.site_dir)
         folder = self._folder()
         site = root / folder
-        options = self.options
-        if folder and options.site_url:  # a language's own address: its llms.txt links
+        # site_url as the other plugins left it (mike's sets the version's own address in
+        # its on_config, which may run after ours), then under a language's folder.
+        options = replace(self.options, site_url=config.site_url or "")
+        if folder and options.site_url:
             options = replace(options, site_url=published_under(options.site_url, f"/{folder}"))
         try:
             result = index_built_site(

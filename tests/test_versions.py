@@ -152,3 +152,26 @@ def test_a_mike_build_names_its_version_in_its_folders_manifest(versioned_site: 
         assert (row["prefix"], row["version"]) == ("/", version)
         assert (versioned_site / version / row["bundle"]).is_file()
     assert not (versioned_site / "docpilot" / "bundle.msgpack").exists()
+
+
+def test_a_version_s_llms_txt_links_under_its_folder(tmp_path: Path) -> None:
+    """mike's plugin sets site_url to the version's address in its on_config; DocPilot,
+    listed before it, still links the version's pages under the version's folder."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    config = {"site_name": "Versions", "site_url": "https://docs.example.com/",
+              "theme": {"name": "mkdocs"},
+              "plugins": [{"docpilot": {"cache_dir": str(tmp_path / "cache")}}, "mike"]}
+    (repo / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "index.md").write_text(V1, encoding="utf-8")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "docs@example.com")
+    git(repo, "config", "user.name", "Docs")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "docs 1.0")
+    mike(repo, "deploy", "1.0")
+    text = subprocess.run(["git", "-C", str(repo), "show", "gh-pages:1.0/llms.txt"],
+                          check=True, capture_output=True, text=True).stdout
+    links = [line.split("](", 1)[1].split(")", 1)[0] for line in text.splitlines() if "](" in line]
+    assert links and all(link.startswith("https://docs.example.com/1.0/") for link in links), links
