@@ -940,13 +940,17 @@ class Widget {
       buttons.forEach((b) => (b.disabled = true));
       done.className = "dp-fb-done";
       done.textContent = T.sending_feedback;
-      let withheld = false;
+      let withheld = ""; // why the note stayed in the browser: "note_withheld" or "note_unchecked"
       if (rating === "down") {
         if (reasons.size) body.reasons = [...reasons];
         const text = note.value.trim().slice(0, 1000);
         // The note is the reader's text, as the question is: a secret in it (or a check
         // that could not run) keeps it in the browser; the rating is sent all the same.
-        if (text) withheld = await call("check", { question: text }).then((r) => !!r.credential, () => true);
+        if (text) {
+          withheld = await bootWorker()
+            .then(() => call("check", { question: text }))
+            .then((r) => (r.credential ? "note_withheld" : ""), () => "note_unchecked");
+        }
         if (text && !withheld) body.note = text;
       }
       const sent = await fetch(`${API}/feedback`, {
@@ -954,7 +958,7 @@ class Widget {
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify(body),
       }).then((r) => r.ok, () => false);
-      done.textContent = sent ? (withheld ? `${T.thanks} ${T.note_withheld}` : T.thanks) : T.feedback_failed;
+      done.textContent = sent ? (withheld ? `${T.thanks} ${T[withheld]}` : T.thanks) : T.feedback_failed;
       done.classList.toggle("dp-fb-failed", !sent);
       if (sent) return (form.hidden = true);
       buttons.forEach((b) => (b.disabled = false));
