@@ -3,6 +3,8 @@ whether the rating reached the runtime (a failed send says so and can be sent ag
 
 from __future__ import annotations
 
+from typing import Any
+
 from browsing import Reader, result, serve_answer
 from playwright.sync_api import Route, expect
 
@@ -87,49 +89,44 @@ def test_a_note_holding_a_secret_never_leaves_the_browser(reader: Reader) -> Non
     )
 
 
+NOTE = "It missed the front matter way"
+
+
+def rate_restored_answer(reader: Reader, worker_gone: bool = False) -> dict[str, Any]:
+    """Ask, load another page (the conversation is restored, no question has started the
+    worker there), give the restored answer a thumbs-down with NOTE; the body sent.
+    ``worker_gone``: the worker's script is missing on the second page."""
+    page = reader.page
+    page.goto("/")
+    reader.open_panel()
+    reader.ask(COVERED)
+    reader.wait_answer()
+    if worker_gone:
+        page.route("**/docpilot/worker.js", lambda route: route.fulfill(status=404, body=""))
+    page.goto("/faq/")
+    expect(page.locator(".dp-turn .dp-q")).to_have_text(COVERED)
+    page.get_by_role("button", name="Not helpful").click()
+    page.get_by_role("textbox", name="What was wrong or missing? (optional)").fill(NOTE)
+    with page.expect_response("**/api/feedback") as response:
+        page.get_by_role("button", name="Send feedback").click()
+    assert response.value.status == 204
+    sent: dict[str, Any] = response.value.request.post_data_json
+    return sent
+
+
 def test_a_note_on_a_restored_answer_is_checked_and_sent_after_a_page_load(
     reader: Reader,
 ) -> None:
-    """After a full page load the conversation is restored but no question has started
-    the worker yet: rating a restored answer starts it, checks the note, and sends it."""
-    page = reader.page
-    page.goto("/")
-    reader.open_panel()
-    reader.ask(COVERED)
-    reader.wait_answer()
-    page.goto("/faq/")
-    expect(page.locator(".dp-turn .dp-q")).to_have_text(COVERED)
-    page.get_by_role("button", name="Not helpful").click()
-    page.get_by_role("textbox", name="What was wrong or missing? (optional)").fill(
-        "It missed the front matter way"
-    )
-    with page.expect_response("**/api/feedback") as response:
-        page.get_by_role("button", name="Send feedback").click()
-    assert response.value.status == 204
-    assert response.value.request.post_data_json["note"] == "It missed the front matter way"
-    expect(page.locator(".dp-fb-done")).to_have_text("Thanks for your feedback.")
+    """Rating a restored answer starts the worker, checks the note, and sends it."""
+    assert rate_restored_answer(reader)["note"] == NOTE
+    expect(reader.page.locator(".dp-fb-done")).to_have_text("Thanks for your feedback.")
 
 
 def test_a_note_that_cannot_be_checked_stays_in_the_browser(reader: Reader) -> None:
-    """With the worker unable to start (its script is gone), the note cannot be checked
-    for secrets: the rating is sent without it and the reader is told so."""
-    page = reader.page
-    page.goto("/")
-    reader.open_panel()
-    reader.ask(COVERED)
-    reader.wait_answer()
-    page.route("**/docpilot/worker.js", lambda route: route.fulfill(status=404, body=""))
-    page.goto("/faq/")
-    expect(page.locator(".dp-turn .dp-q")).to_have_text(COVERED)
-    page.get_by_role("button", name="Not helpful").click()
-    page.get_by_role("textbox", name="What was wrong or missing? (optional)").fill(
-        "It missed the front matter way"
-    )
-    with page.expect_response("**/api/feedback") as response:
-        page.get_by_role("button", name="Send feedback").click()
-    assert response.value.status == 204
-    assert "note" not in response.value.request.post_data_json
-    expect(page.locator(".dp-fb-done")).to_have_text(
+    """With the worker unable to start, the note cannot be checked for secrets: the
+    rating is sent without it and the reader is told so."""
+    assert "note" not in rate_restored_answer(reader, worker_gone=True)
+    expect(reader.page.locator(".dp-fb-done")).to_have_text(
         "Thanks for your feedback. Your note could not be checked for passwords or keys, so it"
         " was not sent."
     )
