@@ -16,7 +16,7 @@ import yaml
 from corpora import SiteFactory, mkdocs_build
 from docpilot_runtime.bundle import Bundle, bundle_path, load_bundle
 from docpilot_runtime.index.build import LAST_BUILD_NAME
-from docpilot_runtime.index.tokens import Stats
+from docpilot_runtime.index.tokens import cached_tokens
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 
@@ -83,11 +83,11 @@ def test_serve_rebuild_after_one_edit_tokenizes_only_the_edited_unit(
     config, site, rebuild, first, record = _served(make_site, tmp_path)
 
     _edit(config, "a sentence no test tokenized before: serve-edit-7d1c")
-    before = Stats.tokenized
+    before = cached_tokens.cache_info().misses
     rebuild()
     edited = load_bundle(site)
     # One unit's text changed; its title and breadcrumb, and every other unit, did not.
-    assert Stats.tokenized - before == 1
+    assert cached_tokens.cache_info().misses - before == 1
     assert any("serve-edit-7d1c" in u.text for u in edited.units)
     assert len(edited.units) == len(first.units) > 5
     # The gate is the first build's, not calibrated again...

@@ -10,31 +10,13 @@ cannot go stale: the same text always gives the same tokens. The pure-Python cor
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..tokenize import tokenize
 
-# Token lists by the text they came from. Bounded so a long session cannot grow it
-# without end: the oldest entry goes first.
-_TOKENS: dict[str, tuple[str, ...]] = {}
-_TOKENS_MAX = 200_000
 
-
-class Stats:
-    """How many texts this process has tokenized (cache misses) and served from the
-    cache (hits); tests read it to see what a rebuild tokenized."""
-
-    tokenized = 0
-    cached = 0
-
-
+@lru_cache(maxsize=200_000)  # bounded: a long session cannot grow it without end
 def cached_tokens(text: str) -> tuple[str, ...]:
-    """``tokenize(text)``, from the cache when this process has tokenized ``text``."""
-    hit = _TOKENS.get(text)
-    if hit is not None:
-        Stats.cached += 1
-        return hit
-    tokens = tuple(tokenize(text))
-    Stats.tokenized += 1
-    if len(_TOKENS) >= _TOKENS_MAX:
-        del _TOKENS[next(iter(_TOKENS))]
-    _TOKENS[text] = tokens
-    return tokens
+    """``tokenize(text)``, from the cache when this process has tokenized ``text``
+    (``cached_tokens.cache_info().misses`` counts the texts tokenized)."""
+    return tuple(tokenize(text))
