@@ -4,7 +4,7 @@ Before setuptools copies package data, `build_py` makes sure
 runtime/docpilot_runtime/assets/pyodide/ holds Pyodide's site files (reduced stdlib,
 .gz/.br siblings): from node_modules/pyodide when `npm install` put it there, else
 fetched over HTTPS from the configured npm registry and checked against a pinned sha256
-(runtime/docpilot_runtime/pyodide_core.py does both). Git never holds these files. An
+(runtime/docpilot_runtime/browser/pyodide_core.py does both). Git never holds these files. An
 editable install skips this: scripts/setup.sh fills the same directory.
 """
 
@@ -23,9 +23,9 @@ ASSETS = HERE / "runtime" / "docpilot_runtime" / "assets" / "pyodide"
 
 
 def _core() -> Any:
-    """runtime/docpilot_runtime/pyodide_core.py, loaded by path (standard library only)."""
+    """runtime/docpilot_runtime/browser/pyodide_core.py, loaded by path (standard library only)."""
     spec = importlib.util.spec_from_file_location(
-        "pyodide_core", HERE / "runtime" / "docpilot_runtime" / "pyodide_core.py"
+        "pyodide_core", HERE / "runtime" / "docpilot_runtime" / "browser" / "pyodide_core.py"
     )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

@@ -1,6 +1,6 @@
 """Hamming scan over 1-bit vectors: row-major against word-major layout.
 
-The bundle stores sign bits word-major (``docpilot_runtime.dense``, ``LAYOUT``): all
+The bundle stores sign bits word-major (``docpilot_runtime.scoring.dense``, ``LAYOUT``): all
 units' 64-bit word 0, then all units' word 1, ... This script checks that choice.
 For 256-bit vectors (4 words) at 10k, 100k and 1M units, one query, top-100:
 
@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from docpilot_runtime.dense import DenseIndex, pack_vectors, sign_bits
+from docpilot_runtime.scoring.dense import DenseIndex, pack_vectors, sign_bits
 
 DIMS = 256
 WORDS = DIMS // 64

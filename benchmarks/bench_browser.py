@@ -600,7 +600,7 @@ def report(
         lines.append(
             f"| boot as the worker times it (`bootMs`) | {mode} "
             f"| {s(f'boot {mode} cold (worker bootMs)')} | {s(f'boot {mode} warm (worker bootMs)')} "
-            "| `start()` to `docpilot_runtime.browser` imported |"
+            "| `start()` to `docpilot_runtime.browser.worker` imported |"
         )
     lines.append(
         f"| load static.json after boot | profile | {s('load index profile cold')} "

@@ -56,14 +56,14 @@ from typing import Any
 import msgpack
 import numpy as np
 import yaml
-from docpilot_runtime.bundle import bundle_path, load_bundle
-from docpilot_runtime.dense import DenseIndex
+from docpilot_runtime.bundle.schema import bundle_path, load_bundle
 from docpilot_runtime.embedders import EmbedderSpec, load_embedder
 from docpilot_runtime.index import build
 from docpilot_runtime.index.build import BuildReport, PageSource, collect_pages, index_site
-from docpilot_runtime.index.options import IndexOptions
-from docpilot_runtime.lexical import LexicalIndex
-from docpilot_runtime.site_loader import dense_index
+from docpilot_runtime.retrieve.lexical import LexicalIndex
+from docpilot_runtime.scoring.dense import DenseIndex
+from docpilot_runtime.settings.index import IndexOptions
+from docpilot_runtime.sites.loader import dense_index
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

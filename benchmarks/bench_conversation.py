@@ -2,7 +2,7 @@
 
 Builds each corpus with the DocPilot plugin (default embedder, wordllama; sites and the
 embedding cache under ``benchmarks/out/conversation/``), then evaluates a split of its dev
-set with `docpilot_runtime.evaluation` in bundle (hybrid) and lexical mode, and prints:
+set with `docpilot_runtime.evaluate.run` in bundle (hybrid) and lexical mode, and prints:
 
 * the per-kind table (answered, page recall@1/@5, MRR);
 * the conversation figures: for ``followup_unrelated``, how many are refused asked alone
@@ -21,7 +21,7 @@ written to choose the composed channel's rule on more than the dev sets' few; it
 reported on its own, never pooled with the dev sets.
 
 ``--features`` prints, per follow-up, what the rescue rule was chosen from
-(``docpilot_runtime.followup``): the plain and composed gate scores over the threshold,
+(``docpilot_runtime.retrieve.followup``): the plain and composed gate scores over the threshold,
 the follow-up's own content terms (beyond the earlier question's, no function words),
 how many of those the corpus never uses, the share of all its terms the corpus knows
 (low: another language), how many of its corpus words (exact or cognate) held in few
@@ -43,7 +43,7 @@ from typing import Any
 
 import yaml
 from common import HERE, tree_state
-from docpilot_runtime.evaluation import (
+from docpilot_runtime.evaluate.run import (
     EvalQuestion,
     Outcome,
     Report,
@@ -54,8 +54,8 @@ from docpilot_runtime.evaluation import (
     load_questions,
     summarise,
 )
-from docpilot_runtime.followup import followup_terms, name_terms
-from docpilot_runtime.retrieval import anchor_questions
+from docpilot_runtime.retrieve.followup import followup_terms, name_terms
+from docpilot_runtime.retrieve.site import anchor_questions
 from docpilot_runtime.turn import Runtime
 
 ROOT = HERE.parent

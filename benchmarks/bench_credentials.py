@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 CASES = HERE / "credentials" / "cases.jsonl"
 sys.path.insert(0, str(HERE.parent / "runtime"))
 
-from docpilot_runtime.credentials import find_credential  # noqa: E402
+from docpilot_runtime.screen.credentials import find_credential  # noqa: E402
 
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~:%$]{12,}")
 

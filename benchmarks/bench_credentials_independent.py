@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE.parent / "runtime"))
 sys.path.insert(0, str(HERE / "credentials"))
 
 import make_cases  # noqa: E402
-from docpilot_runtime.credentials import find_credential  # noqa: E402
+from docpilot_runtime.screen.credentials import find_credential  # noqa: E402
 
 CHUNK = 2000
 HELD_OUT = ("detect_secrets", "detect-secrets", "gitleaks")

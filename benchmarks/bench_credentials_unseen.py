@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 from bench_credentials import detect_secrets_check, mask, scores  # noqa: E402
 from catalogue import CATALOGUE, split_of  # noqa: E402
 from catalogue_cases import Case, cases  # noqa: E402
-from docpilot_runtime.credentials import find_credential  # noqa: E402
+from docpilot_runtime.screen.credentials import find_credential  # noqa: E402
 
 
 def timed(text: str, repeats: int = 3) -> tuple[bool, float]:

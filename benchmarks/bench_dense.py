@@ -39,11 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from docpilot_runtime.bundle import Bundle, UnitRecord, load_bundle
-from docpilot_runtime.dense import DenseIndex, pack_vectors, sign_bits
-from docpilot_runtime.evaluation import ranked_pages
-from docpilot_runtime.params import DEFAULT_PARAMS, RetrievalParams
-from docpilot_runtime.topk import smallest
+from docpilot_runtime.bundle.schema import Bundle, UnitRecord, load_bundle
+from docpilot_runtime.evaluate.run import ranked_pages
+from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
+from docpilot_runtime.scoring.dense import DenseIndex, pack_vectors, sign_bits
+from docpilot_runtime.scoring.topk import smallest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lexical import CORPORA, SPLITS, build

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from docpilot_runtime.evaluation import (
+from docpilot_runtime.evaluate.run import (
     EvalQuestion,
     Report,
     evaluate,

@@ -26,8 +26,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from docpilot_runtime.bundle import load_bundle
-from docpilot_runtime.evaluation import EvalQuestion, evaluate, load_questions
+from docpilot_runtime.bundle.schema import load_bundle
+from docpilot_runtime.evaluate.run import EvalQuestion, evaluate, load_questions
 from docpilot_runtime.turn import load_runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docpilot_runtime import tokenize as tok
-from docpilot_runtime.bundle import Bundle, LexicalBlock, load_bundle
-from docpilot_runtime.lexical import BOOSTS, LexicalDoc, build_lexical
-from docpilot_runtime.params import DEFAULT_PARAMS, RetrievalParams
+from docpilot_runtime.bundle.schema import Bundle, LexicalBlock, load_bundle
+from docpilot_runtime.retrieve import tokenize as tok
+from docpilot_runtime.retrieve.lexical import BOOSTS, LexicalDoc, build_lexical
+from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lexical import CORPORA, SPLITS, build

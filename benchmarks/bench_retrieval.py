@@ -45,10 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from common import tree_state
-from docpilot_runtime.params import DEFAULT_PARAMS, Rerank
-from docpilot_runtime.retrieval import Searcher, Site
-from docpilot_runtime.site_loader import load_site
-from docpilot_runtime.types import AskRequest, HistoryItem
+from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, Rerank
+from docpilot_runtime.retrieve.site import Searcher, Site
+from docpilot_runtime.shared.types import AskRequest, HistoryItem
+from docpilot_runtime.sites.loader import load_site
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
-from docpilot_runtime.bundle import UnitRecord, bundle_path, parse_bundle
+from docpilot_runtime.bundle.schema import UnitRecord, bundle_path, parse_bundle
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -35,7 +35,7 @@ from synthetic_site import write_synthetic_site  # noqa: E402
 def smoke_bundle() -> bytes:
     """A small real bundle: 40 synthetic pages, indexed with no embedder."""
     from docpilot_runtime.index.build import index_site
-    from docpilot_runtime.index.options import IndexOptions, embedder_spec
+    from docpilot_runtime.settings.index import IndexOptions, embedder_spec
 
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"

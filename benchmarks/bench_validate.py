@@ -36,15 +36,15 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(HERE))
 from common import tree_state  # noqa: E402
-from docpilot_runtime.answer import MarkdownField  # noqa: E402
-from docpilot_runtime.bundle import load_bundle  # noqa: E402
-from docpilot_runtime.citations import Source  # noqa: E402
+from docpilot_runtime.answer.ladder import MarkdownField  # noqa: E402
+from docpilot_runtime.bundle.schema import load_bundle  # noqa: E402
+from docpilot_runtime.check.citations import Source  # noqa: E402
+from docpilot_runtime.check.validate import StreamValidator  # noqa: E402
 from docpilot_runtime.embedders.base import EmbedderSpec  # noqa: E402
 from docpilot_runtime.index.build import index_site  # noqa: E402
-from docpilot_runtime.index.options import IndexOptions  # noqa: E402
+from docpilot_runtime.settings.index import IndexOptions  # noqa: E402
+from docpilot_runtime.shared.types import AskRequest  # noqa: E402
 from docpilot_runtime.turn import load_runtime  # noqa: E402
-from docpilot_runtime.types import AskRequest  # noqa: E402
-from docpilot_runtime.validate import StreamValidator  # noqa: E402
 from servers.anthropic_messages import AnthropicServer, answer_reply  # noqa: E402
 from servers.processes import free_port  # noqa: E402
 

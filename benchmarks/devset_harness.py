@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from docpilot_runtime.bundle import Bundle, LexicalBlock
-from docpilot_runtime.evaluation import EvalQuestion, load_questions, ranked_pages
-from docpilot_runtime.lexical import LexicalDoc, build_lexical
-from docpilot_runtime.lexical_numpy import NumpyLexical
-from docpilot_runtime.params import RetrievalParams
-from docpilot_runtime.retrieval import DenseScorer, Searcher, Site
-from docpilot_runtime.types import AskRequest
+from docpilot_runtime.bundle.schema import Bundle, LexicalBlock
+from docpilot_runtime.evaluate.run import EvalQuestion, load_questions, ranked_pages
+from docpilot_runtime.retrieve.lexical import LexicalDoc, build_lexical
+from docpilot_runtime.retrieve.params import RetrievalParams
+from docpilot_runtime.retrieve.site import DenseScorer, Searcher, Site
+from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
+from docpilot_runtime.shared.types import AskRequest
 
 HERE = Path(__file__).resolve().parent
 DEVSETS = HERE / "devsets"

@@ -1,6 +1,6 @@
 """The plugin's options under `- docpilot:` in mkdocs.yml.
 
-Names and defaults come from `docpilot_runtime.settings_schema.PLUGIN` (the one source;
+Names and defaults come from `docpilot_runtime.settings.tables.PLUGIN` (the one source;
 `tests/test_settings.py` holds this class equal to it). MkDocs checks the types here;
 DocPilot checks the rest (ranges, names, URL schemes) with the same schema as the
 settings file, so the two cannot disagree.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from docpilot_runtime.settings_schema import PLUGIN
+from docpilot_runtime.settings.tables import PLUGIN
 from mkdocs.config import config_options as c
 from mkdocs.config.base import Config
 

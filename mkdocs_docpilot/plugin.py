@@ -28,19 +28,19 @@ from pathlib import Path
 from typing import Any
 
 from docpilot_runtime.api import index_built_site
+from docpilot_runtime.browser.install import BrowserRuntimeError
+from docpilot_runtime.browser.widget import inject, script_src, widget_config, widget_tags
 from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
 from docpilot_runtime.index.build import BuildError, PageSource, is_excluded, page_url
 from docpilot_runtime.index.cache import resolve_cache_dir
 from docpilot_runtime.index.llms_manifest import link_other_bundles
 from docpilot_runtime.index.manifest import bundle_entry, read_manifest, record_bundle
-from docpilot_runtime.index.options import IndexOptions
-from docpilot_runtime.paths import published_under
-from docpilot_runtime.schema import OptionsError
-from docpilot_runtime.settings import build_options
-from docpilot_runtime.settings_schema import PLUGIN
-from docpilot_runtime.static_assets import BrowserRuntimeError
-from docpilot_runtime.widget import inject, script_src, widget_config, widget_tags
-from docpilot_runtime.widget_options import WidgetOptions
+from docpilot_runtime.settings.index import IndexOptions
+from docpilot_runtime.settings.keys import OptionsError
+from docpilot_runtime.settings.load import build_options
+from docpilot_runtime.settings.tables import PLUGIN
+from docpilot_runtime.settings.widget import WidgetOptions
+from docpilot_runtime.shared.paths import published_under
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, get_plugin_logger

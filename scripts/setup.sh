@@ -17,10 +17,10 @@ if command -v npm >/dev/null; then
   npm install --no-audit --no-fund --silent
 fi
 ASSETS=runtime/docpilot_runtime/assets/pyodide
-if ! .venv/bin/python -c "import sys; sys.path.insert(0, 'runtime/docpilot_runtime'); import pyodide_core as c, pathlib; sys.exit(not c.is_prepared(pathlib.Path('$ASSETS')))"; then
+if ! .venv/bin/python -c "import sys; sys.path.insert(0, 'runtime/docpilot_runtime/browser'); import pyodide_core as c, pathlib; sys.exit(not c.is_prepared(pathlib.Path('$ASSETS')))"; then
   if [ -f node_modules/pyodide/python_stdlib.zip ]; then
-    .venv/bin/python runtime/docpilot_runtime/pyodide_core.py --from node_modules/pyodide --into "$ASSETS"
+    .venv/bin/python runtime/docpilot_runtime/browser/pyodide_core.py --from node_modules/pyodide --into "$ASSETS"
   else
-    .venv/bin/python runtime/docpilot_runtime/pyodide_core.py --into "$ASSETS"
+    .venv/bin/python runtime/docpilot_runtime/browser/pyodide_core.py --into "$ASSETS"
   fi
 fi

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from docpilot_runtime.app import create_app
 from docpilot_runtime.providers import ProviderSettings
 from docpilot_runtime.records import RecordsSettings
-from docpilot_runtime.settings import Settings
-from docpilot_runtime.site_loader import load_site
-from docpilot_runtime.types import AskRequest
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.shared.types import AskRequest
+from docpilot_runtime.sites.loader import load_site
 from servers.anthropic_messages import Fault, answer_reply
 from servers.openai_chat import OpenAIChatServer
 from servers.runtime import serve_app

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from docpilot_runtime.api import index_built_site
-from docpilot_runtime.index.options import IndexOptions
-from docpilot_runtime.widget_options import WidgetOptions
+from docpilot_runtime.settings.index import IndexOptions
+from docpilot_runtime.settings.widget import WidgetOptions
 
 BUNDLE = "docpilot/bundle.msgpack"
 

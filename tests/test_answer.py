@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docpilot_runtime.answer_settings import AnswerSettings
-from docpilot_runtime.markdown_tree import text_of
 from docpilot_runtime.providers import ProviderSettings, make_provider
-from docpilot_runtime.retrieval import Site
-from docpilot_runtime.settings import Settings
-from docpilot_runtime.site_loader import load_site
+from docpilot_runtime.retrieve.site import Site
+from docpilot_runtime.settings.answer import AnswerSettings
+from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.shared.markdown_tree import text_of
+from docpilot_runtime.shared.types import AskRequest, HistoryItem, Result
+from docpilot_runtime.sites.loader import load_site
 from docpilot_runtime.turn import Event, Runtime
-from docpilot_runtime.types import AskRequest, HistoryItem, Result
 from markdown_it import MarkdownIt
 from servers.anthropic_messages import AnthropicServer, Fault, ToolUse, answer_reply, tool_reply
 from servers.openai_chat import OpenAIChatServer
@@ -373,7 +373,7 @@ def test_http_stream_delivers_answer_text_before_the_final_event(
     example_site: Path, primed: list[str]
 ) -> None:
     import httpx
-    from docpilot_runtime.app import create_app
+    from docpilot_runtime.serve.app import create_app
     from servers.runtime import serve_app
 
     with AnthropicServer() as model:
@@ -455,7 +455,7 @@ def tools_site(
     import shutil
 
     from docpilot_runtime.index.build import index_site
-    from docpilot_runtime.index.options import IndexOptions
+    from docpilot_runtime.settings.index import IndexOptions
     from servers.site_tool import PLAN_SCHEMA, site_tool_backend
 
     def limits(body: dict[str, Any]) -> tuple[int, str, bytes]:

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from corpora import SiteFactory, mkdocs_build
-from docpilot_runtime.bundle import bundle_path, load_bundle
+from docpilot_runtime.bundle.schema import bundle_path, load_bundle
 from docpilot_runtime.embedders import EmbedderSpec, load_embedder
 from docpilot_runtime.index.build import BuildError, collect_pages, index_site
-from docpilot_runtime.index.options import IndexOptions
+from docpilot_runtime.settings.index import IndexOptions
 from lxml import html as lxml_html
 
 PAGES = {
@@ -337,7 +337,7 @@ def test_changed_option_is_not_served_from_the_last_build(tmp_path: Path) -> Non
 def test_bad_site_tool_declarations_are_rejected_naming_the_problem(
     tools: list[dict[str, object]], message: str
 ) -> None:
-    from docpilot_runtime.index.options import OptionsError, index_options
+    from docpilot_runtime.settings.index import OptionsError, index_options
 
     with pytest.raises(OptionsError, match=message):
         index_options({"tools": tools}, "mkdocs.yml plugins.docpilot")
@@ -356,8 +356,8 @@ def test_bad_site_tool_declarations_are_rejected_naming_the_problem(
 def test_bad_widget_options_are_rejected_naming_the_key(
     values: dict[str, object], message: str
 ) -> None:
-    from docpilot_runtime.index.options import OptionsError
-    from docpilot_runtime.widget_options import widget_options
+    from docpilot_runtime.settings.index import OptionsError
+    from docpilot_runtime.settings.widget import widget_options
 
     with pytest.raises(OptionsError, match=message):
         widget_options(values, "docpilot.toml [index]")

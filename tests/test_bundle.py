@@ -14,7 +14,7 @@ from typing import Any
 
 import msgpack
 import pytest
-from docpilot_runtime.bundle import (
+from docpilot_runtime.bundle.schema import (
     WRITTEN_BY,
     Bundle,
     BundleError,
@@ -29,8 +29,8 @@ from docpilot_runtime.bundle import (
     encode_static,
     parse_bundle,
 )
-from docpilot_runtime.gate import Anchor, GateParams
-from docpilot_runtime.lexical import LexicalDoc, build_lexical
+from docpilot_runtime.retrieve.gate import Anchor, GateParams
+from docpilot_runtime.retrieve.lexical import LexicalDoc, build_lexical
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

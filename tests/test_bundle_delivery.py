@@ -15,9 +15,12 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.app import create_app
-from docpilot_runtime.bundle import BundleError, parse_bundle
-from docpilot_runtime.bundle_source import (
+from docpilot_runtime.bundle.schema import BundleError, parse_bundle
+from docpilot_runtime.records import RecordsSettings, open_store
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.settings.providers import ProviderSettings
+from docpilot_runtime.sites.source import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     BundleSettings,
@@ -27,9 +30,6 @@ from docpilot_runtime.bundle_source import (
     signature,
     verify_signature,
 )
-from docpilot_runtime.providers.config import ProviderSettings
-from docpilot_runtime.records import RecordsSettings, open_store
-from docpilot_runtime.settings import Settings
 from servers.openai_chat import OpenAIChatServer, Reply, answer_reply
 from servers.runtime import NO_CAPS, serve_app
 from servers.static_host import StaticHost

@@ -14,8 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.app import build_app
-from docpilot_runtime.caps import (
+from docpilot_runtime.limits.caps import (
     WINDOW_SECONDS,
     LimitSettings,
     MemoryCaps,
@@ -23,8 +22,9 @@ from docpilot_runtime.caps import (
     client_address,
     parse_networks,
 )
-from docpilot_runtime.providers.config import ProviderSettings
-from docpilot_runtime.settings import Settings, SettingsError, load_settings
+from docpilot_runtime.serve.app import build_app
+from docpilot_runtime.settings.load import Settings, SettingsError, load_settings
+from docpilot_runtime.settings.providers import ProviderSettings
 from docpilot_runtime.turn import load_runtime
 from servers.anthropic_messages import answer_reply
 from servers.openai_chat import OpenAIChatServer

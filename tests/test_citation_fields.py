@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from docpilot_runtime.bundle import UnitRecord
-from docpilot_runtime.citations import unit_source
-from docpilot_runtime.passages import EXCERPT_CHARS, page_title_of, preview
-from docpilot_runtime.retrieval import passages_result
-from docpilot_runtime.validate import validate_answer
+from docpilot_runtime.bundle.schema import UnitRecord
+from docpilot_runtime.check.citations import unit_source
+from docpilot_runtime.check.validate import validate_answer
+from docpilot_runtime.reply.passages import EXCERPT_CHARS, page_title_of, preview
+from docpilot_runtime.retrieve.site import passages_result
 
 LONG = "Open any page and press A. " * 20
 UNITS = [

@@ -25,8 +25,8 @@ import yaml
 from corpora import EXAMPLE_SITE
 from docpilot_runtime.cli import ask_lines, format_result
 from docpilot_runtime.index.site_name import site_name_from_pages
+from docpilot_runtime.shared.types import Citation, PageRef, Result
 from docpilot_runtime.turn import Runtime, load_runtime
-from docpilot_runtime.types import Citation, PageRef, Result
 from servers.processes import free_port
 
 COVERED = "How do I exclude a page from the assistant?"
@@ -364,7 +364,7 @@ def test_importing_the_package_loads_no_submodule_until_a_name_is_used() -> None
         "import sys, docpilot_runtime as dp\n"
         "print(sorted(m for m in sys.modules if m.startswith('docpilot_runtime')))\n"
         "dp.load_settings\n"
-        "print('docpilot_runtime.settings' in sys.modules)\n"
+        "print('docpilot_runtime.settings.load' in sys.modules)\n"
     )
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert run.stdout.splitlines() == ["['docpilot_runtime']", "True"]

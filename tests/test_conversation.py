@@ -14,18 +14,18 @@ import json
 from pathlib import Path
 
 import pytest
-from docpilot_runtime.evaluation import EvalMode, evaluate, evaluation_runtime, load_questions
-from docpilot_runtime.followup import (
+from docpilot_runtime.evaluate.run import EvalMode, evaluate, evaluation_runtime, load_questions
+from docpilot_runtime.retrieve.followup import (
     fold,
     followup_terms,
     function_words,
     name_terms,
     noun_capitalising,
 )
-from docpilot_runtime.retrieval import ask_without_model
-from docpilot_runtime.tokenize import query_terms
+from docpilot_runtime.retrieve.site import ask_without_model
+from docpilot_runtime.retrieve.tokenize import query_terms
+from docpilot_runtime.shared.types import AskRequest, HistoryItem
 from docpilot_runtime.turn import Runtime
-from docpilot_runtime.types import AskRequest, HistoryItem
 
 PROXY = "How do I run the runtime behind a reverse proxy?"
 CONTAINER = "How do I deploy the runtime in a container?"

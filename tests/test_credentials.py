@@ -14,7 +14,7 @@ import string
 from pathlib import Path
 
 import pytest
-from docpilot_runtime.credentials import CredentialMatch, credential_reply, find_credential
+from docpilot_runtime.screen.credentials import CredentialMatch, credential_reply, find_credential
 
 CASES = Path(__file__).resolve().parent.parent / "benchmarks" / "credentials" / "cases.jsonl"
 _rng = random.Random(7)
@@ -509,7 +509,7 @@ def _plain(value: object) -> bool:
 
 
 def test_the_rules_file_is_plain_json_and_every_row_compiles_with_a_body() -> None:
-    from docpilot_runtime.credential_patterns import RULES_FILE, TOKEN_FORMATS
+    from docpilot_runtime.screen.credential_rules import RULES_FILE, TOKEN_FORMATS
 
     data = json.loads(RULES_FILE.read_text(encoding="utf-8"))
     assert _plain(data)
@@ -521,7 +521,7 @@ def test_the_rules_file_is_plain_json_and_every_row_compiles_with_a_body() -> No
 
 
 def test_a_malformed_rules_row_is_named_with_its_file_and_index() -> None:
-    from docpilot_runtime.credential_patterns import RulesError, _token_format
+    from docpilot_runtime.screen.credential_rules import RulesError, _token_format
 
     with pytest.raises(RulesError, match=r"token_formats\[3\]: regex does not compile"):
         _token_format({"kind": "k", "label": "K", "regex": "(", "hints": ["k"]},

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docpilot_runtime.answer_settings import AnswerSettings
 from docpilot_runtime.providers import Message, ProviderError, ProviderSettings, make_provider
-from docpilot_runtime.retrieval import Site
-from docpilot_runtime.settings import Settings, SettingsError, load_settings
-from docpilot_runtime.site_loader import load_site
+from docpilot_runtime.retrieve.site import Site
+from docpilot_runtime.settings.answer import AnswerSettings
+from docpilot_runtime.settings.load import Settings, SettingsError, load_settings
+from docpilot_runtime.shared.types import AskRequest, Result
+from docpilot_runtime.sites.loader import load_site
 from docpilot_runtime.turn import Runtime
-from docpilot_runtime.types import AskRequest, Result
 from servers.anthropic_messages import AnthropicServer, Fault, ScriptedServer, answer_reply
 from servers.openai_chat import OpenAIChatServer
 

@@ -19,11 +19,11 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from docpilot_runtime.app import create_app
 from docpilot_runtime.providers import ProviderSettings
-from docpilot_runtime.settings import Settings
-from docpilot_runtime.site_loader import load_site
-from docpilot_runtime.types import AskRequest
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.shared.types import AskRequest
+from docpilot_runtime.sites.loader import load_site
 from servers.anthropic_messages import AnthropicServer, Fault, ScriptedServer, answer_reply
 from servers.openai_chat import OpenAIChatServer
 from servers.runtime import NO_CAPS, RunningServer, checked_out_connections, serve_app

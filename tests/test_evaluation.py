@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from docpilot_runtime.evaluation import (
+from docpilot_runtime.evaluate.run import (
     EvalError,
     Outcome,
     evaluate,

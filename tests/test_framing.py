@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.framing import ENGLISH, FIELDS, FRAMINGS, framing_for
-from docpilot_runtime.types import Limits, RequestError, parse_ask_request
+from docpilot_runtime.shared.framing import ENGLISH, FIELDS, FRAMINGS, framing_for
+from docpilot_runtime.shared.types import Limits, RequestError, parse_ask_request
 from servers.runtime import RunningServer
 from servers.runtime import example_server as example_server  # session fixture
 
@@ -116,7 +116,7 @@ def test_the_credential_warning_is_in_the_page_s_language(
     client: httpx.Client, lang: str
 ) -> None:
     """The server's reply and the browser's check (which the widget shows first) agree."""
-    from docpilot_runtime import browser
+    from docpilot_runtime.browser import worker as browser
 
     question = f"why does {SECRET} fail?"
     result = client.post("/api/ask", json={"question": question, "lang": lang}).json()

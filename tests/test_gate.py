@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from docpilot_runtime.bundle import UnitRecord
-from docpilot_runtime.gate import (
+from docpilot_runtime.bundle.schema import UnitRecord
+from docpilot_runtime.retrieve.gate import (
     Anchor,
     GateParams,
     Signals,
@@ -20,9 +20,9 @@ from docpilot_runtime.gate import (
     margin,
     quantile,
 )
-from docpilot_runtime.lexical import LexicalDoc, LexicalIndex, build_lexical
-from docpilot_runtime.params import DEFAULT_PARAMS
-from docpilot_runtime.retrieval import Searcher, coverage_signals, unit_terms
+from docpilot_runtime.retrieve.lexical import LexicalDoc, LexicalIndex, build_lexical
+from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
+from docpilot_runtime.retrieve.site import Searcher, coverage_signals, unit_terms
 
 
 def test_margin_is_best_minus_the_mean_of_the_next() -> None:

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from docpilot_runtime.highlight import MAX_HIGHLIGHT_CHARS, code_tokens, highlight_blocks
-from docpilot_runtime.markdown_tree import Node
+from docpilot_runtime.serve.highlight import MAX_HIGHLIGHT_CHARS, code_tokens, highlight_blocks
+from docpilot_runtime.shared.markdown_tree import Node
 from servers.runtime import RunningServer
 from servers.runtime import example_server as example_server  # session fixture
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import brotli
 import pytest
+from docpilot_runtime.browser.pyodide_core import SITE_FILES, STDLIB_MODULES, STDLIB_NAME
 from docpilot_runtime.index.cache import default_cache_dir
-from docpilot_runtime.pyodide_core import SITE_FILES, STDLIB_MODULES, STDLIB_NAME
 from fresh_install import FreshSite, fresh_site
 
 __all__ = ["fresh_site"]

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 from corpora import ROOT, mkdocs_build, reduced_config
-from docpilot_runtime.bundle import UnitRecord
-from docpilot_runtime.evaluation import load_questions, ranked_pages
-from docpilot_runtime.lexical import LexicalDoc, LexicalIndex, build_lexical, release_pages
-from docpilot_runtime.params import DEFAULT_PARAMS
-from docpilot_runtime.retrieval import Searcher
-from docpilot_runtime.tokenize import FUNCTION_WORDS, search_terms
+from docpilot_runtime.bundle.schema import UnitRecord
+from docpilot_runtime.evaluate.run import load_questions, ranked_pages
+from docpilot_runtime.retrieve.lexical import LexicalDoc, LexicalIndex, build_lexical, release_pages
+from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
+from docpilot_runtime.retrieve.site import Searcher
+from docpilot_runtime.retrieve.tokenize import FUNCTION_WORDS, search_terms
+from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.turn import load_runtime
-from docpilot_runtime.types import AskRequest
 
 CORPORA = ROOT / "benchmarks" / "corpora"
 DEVSETS = ROOT / "benchmarks" / "devsets"

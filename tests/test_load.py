@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 import pytest
-from docpilot_runtime.app import create_app
-from docpilot_runtime.caps import LimitSettings
-from docpilot_runtime.providers.config import ProviderSettings
+from docpilot_runtime.limits.caps import LimitSettings
 from docpilot_runtime.records import RecordsSettings, open_store
-from docpilot_runtime.settings import Settings
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.settings.providers import ProviderSettings
 from load_driver import SlowChat, run_load
 from records_backends import BACKENDS, database_url
 from servers.openai_chat import answer_reply

@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from docpilot_runtime.credentials import CredentialMatch, credential_reply
-from docpilot_runtime.fences import fenced_blocks, open_fence
-from docpilot_runtime.framing import ENGLISH
-from docpilot_runtime.markdown_tree import (
+from docpilot_runtime.reply.passages import passages_blocks
+from docpilot_runtime.reply.refusal import refusal_blocks
+from docpilot_runtime.screen.credentials import CredentialMatch, credential_reply
+from docpilot_runtime.screen.social import DEFAULT_TEMPLATES
+from docpilot_runtime.shared.fences import fenced_blocks, open_fence
+from docpilot_runtime.shared.framing import ENGLISH
+from docpilot_runtime.shared.markdown_tree import (
     ALLOWED,
     code_block,
     element,
@@ -16,10 +19,7 @@ from docpilot_runtime.markdown_tree import (
     to_markdown,
     trusted_blocks,
 )
-from docpilot_runtime.passages import passages_blocks
-from docpilot_runtime.refusal import refusal_blocks
-from docpilot_runtime.social import DEFAULT_TEMPLATES
-from docpilot_runtime.types import PageRef, Result
+from docpilot_runtime.shared.types import PageRef, Result
 from markdown_it import MarkdownIt
 
 COMMONMARK = MarkdownIt("commonmark")

@@ -25,12 +25,12 @@ import httpx
 import pytest
 import yaml
 from corpora import mkdocs_build
-from docpilot_runtime.app import create_app
-from docpilot_runtime.caps import LimitSettings
-from docpilot_runtime.providers.config import ProviderSettings
-from docpilot_runtime.settings import Settings
+from docpilot_runtime.limits.caps import LimitSettings
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.settings.providers import ProviderSettings
+from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.turn import load_runtime
-from docpilot_runtime.types import AskRequest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client

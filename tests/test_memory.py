@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from docpilot_runtime.memory import (
+from docpilot_runtime.answer.memory import (
     LAST_ANSWER_CHARS,
     MEMORY_BUDGET,
     PREVIOUS_QUOTE_CHARS,
@@ -14,7 +14,7 @@ from docpilot_runtime.memory import (
     render_memory,
     skeleton,
 )
-from docpilot_runtime.types import HistoryItem
+from docpilot_runtime.shared.types import HistoryItem
 
 ANSWER = """DocPilot answers from your docs. It cites every claim [1].
 

@@ -4,9 +4,9 @@ policy and the reader's-page lookup both go through it."""
 from __future__ import annotations
 
 import pytest
-from docpilot_runtime.bundle import Page
-from docpilot_runtime.links import LinkPolicy
-from docpilot_runtime.paths import page_key, page_path
+from docpilot_runtime.bundle.schema import Page
+from docpilot_runtime.check.links import LinkPolicy
+from docpilot_runtime.shared.paths import page_key, page_path
 
 
 @pytest.mark.parametrize(

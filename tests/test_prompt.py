@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docpilot_runtime.prompt import (
+from docpilot_runtime.answer.prompt import (
     PLATFORM_RULES,
     Excerpt,
     first_message,
@@ -20,11 +20,11 @@ from docpilot_runtime.prompt import (
     site_profile,
 )
 from docpilot_runtime.providers import ProviderSettings, make_provider
-from docpilot_runtime.retrieval import Site
-from docpilot_runtime.settings import Settings
-from docpilot_runtime.site_loader import load_site
+from docpilot_runtime.retrieve.site import Site
+from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.shared.types import AskRequest, Result
+from docpilot_runtime.sites.loader import load_site
 from docpilot_runtime.turn import Event, Runtime
-from docpilot_runtime.types import AskRequest, Result
 from servers.anthropic_messages import AnthropicServer, answer_reply, tool_reply
 
 QUESTION = "How do I exclude a page from the assistant?"

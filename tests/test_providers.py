@@ -25,7 +25,7 @@ from docpilot_runtime.providers import (
     provider_settings,
 )
 from docpilot_runtime.providers.pricing import PRICES, price_row, row_cost_micro_usd
-from docpilot_runtime.upstream import redact_userinfo
+from docpilot_runtime.providers.upstream import redact_userinfo
 from servers.anthropic_messages import (
     AnthropicServer,
     Fault,

@@ -26,8 +26,8 @@ from docpilot_runtime.records import (
 from docpilot_runtime.records.export import export_jsonl
 from docpilot_runtime.records.schema import MIGRATIONS
 from docpilot_runtime.records.spool import read_entries
-from docpilot_runtime.settings import SettingsError, load_settings
-from docpilot_runtime.types import AskRequest, Citation, PageRef, Result
+from docpilot_runtime.settings.load import SettingsError, load_settings
+from docpilot_runtime.shared.types import AskRequest, Citation, PageRef, Result
 from records_backends import BACKENDS, database_url
 
 DAY_MS = 86_400_000

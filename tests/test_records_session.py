@@ -220,8 +220,8 @@ def test_feedback_and_consent_through_the_api(
     example_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DOCPILOT_DATABASE_URL", raising=False)
-    from docpilot_runtime.app import create_app
-    from docpilot_runtime.settings import Settings
+    from docpilot_runtime.serve.app import create_app
+    from docpilot_runtime.settings.load import Settings
     from servers.runtime import serve_app
 
     records = RecordsSettings(path=str(tmp_path / "r.sqlite3"), require_consent=True)

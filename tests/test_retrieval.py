@@ -12,18 +12,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from docpilot_runtime.bundle import encode_static, load_bundle
-from docpilot_runtime.dense import DenseIndex, pack_vectors, sign_bits
-from docpilot_runtime.gate import Signals, calibrate_mode, confidence, gate_score
+from docpilot_runtime.bundle.schema import encode_static, load_bundle
 from docpilot_runtime.index.build import index_site
-from docpilot_runtime.index.options import IndexOptions, embedder_spec
-from docpilot_runtime.lexical import LexicalDoc, LexicalIndex, build_lexical, query_tf_weight
-from docpilot_runtime.lexical_numpy import NumpyLexical
-from docpilot_runtime.params import DEFAULT_PARAMS
-from docpilot_runtime.retrieval import Site, ask_without_model, rrf
-from docpilot_runtime.site_loader import load_site
-from docpilot_runtime.tokenize import query_terms, search_term_counts
-from docpilot_runtime.types import AskRequest, HistoryItem
+from docpilot_runtime.retrieve.gate import Signals, calibrate_mode, confidence, gate_score
+from docpilot_runtime.retrieve.lexical import (
+    LexicalDoc,
+    LexicalIndex,
+    build_lexical,
+    query_tf_weight,
+)
+from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
+from docpilot_runtime.retrieve.site import Site, ask_without_model, rrf
+from docpilot_runtime.retrieve.tokenize import query_terms, search_term_counts
+from docpilot_runtime.scoring.dense import DenseIndex, pack_vectors, sign_bits
+from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
+from docpilot_runtime.settings.index import IndexOptions, embedder_spec
+from docpilot_runtime.shared.types import AskRequest, HistoryItem
+from docpilot_runtime.sites.loader import load_site
 
 COVERED = "How do I exclude a page from the assistant?"
 OFF_TOPIC = "How should I prune an apple tree in late winter?"
@@ -251,8 +256,8 @@ HEAVY = (
     "httpx",
     "lxml",
     "mkdocs",
-    "docpilot_runtime.widget",
-    "docpilot_runtime.static_assets",
+    "docpilot_runtime.browser.widget",
+    "docpilot_runtime.browser.install",
 )
 
 
@@ -280,12 +285,12 @@ def test_a_lexical_turn_through_the_core_loads_no_numpy_httpx_lxml_mkdocs_or_ins
         ]
     )
     loaded = _loaded_after(code)
-    assert "docpilot_runtime.retrieval" in loaded
+    assert "docpilot_runtime.retrieve.site" in loaded
     assert not loaded & set(HEAVY), loaded & set(HEAVY)
 
 
 def test_importing_the_servers_turn_loads_neither_the_installer_nor_mkdocs_nor_lxml() -> None:
     loaded = _loaded_after("import docpilot_runtime.turn")
     assert "docpilot_runtime.turn" in loaded
-    heavy = {"lxml", "mkdocs", "docpilot_runtime.widget", "docpilot_runtime.static_assets"}
+    heavy = {"lxml", "mkdocs", "docpilot_runtime.browser.widget", "docpilot_runtime.browser.install"}
     assert not loaded & heavy, loaded & heavy

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from docpilot_runtime.app import create_app
 from docpilot_runtime.cli import main
-from docpilot_runtime.root_path import RootPathError, normalise_root_path
-from docpilot_runtime.security_headers import API_POLICY
-from docpilot_runtime.settings import Settings
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.serve.root_path import RootPathError, normalise_root_path
+from docpilot_runtime.serve.security_headers import API_POLICY
+from docpilot_runtime.settings.load import Settings
 from servers.prefix_proxy import prefix_proxy
 from servers.runtime import NO_CAPS, serve_app
 

@@ -14,13 +14,13 @@ import string
 from typing import Any
 
 import pytest
-from docpilot_runtime import browser
-from docpilot_runtime.credentials import (
+from docpilot_runtime.browser import worker as browser
+from docpilot_runtime.screen.credentials import (
     find_credential,
     normalise_for_matching,
     screen_request,
 )
-from docpilot_runtime.types import AskRequest, HistoryItem
+from docpilot_runtime.shared.types import AskRequest, HistoryItem
 
 QUESTION = "How do I exclude a page from the assistant?"
 _RNG = random.Random(9)  # seeded: a failure reproduces; no vendor published these values

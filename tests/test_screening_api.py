@@ -13,9 +13,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from docpilot_runtime.app import create_app
 from docpilot_runtime.providers import ProviderSettings
-from docpilot_runtime.settings import Settings
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.load import Settings
 from servers.anthropic_messages import AnthropicServer, answer_reply
 from servers.runtime import NO_CAPS, serve_app
 from test_screening import PLACES, QUESTION, SECRETS, _body

@@ -12,19 +12,19 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.app import create_app
-from docpilot_runtime.providers import ProviderSettings
-from docpilot_runtime.records import RecordsSettings, open_store
-from docpilot_runtime.records.webhooks import WebhookSettings
-from docpilot_runtime.report import write_report
-from docpilot_runtime.second_opinion import (
+from docpilot_runtime.answer.second_opinion import (
     SecondOpinionSettings,
     check_prompt,
     read_verdict,
 )
-from docpilot_runtime.settings import Settings, SettingsError, load_settings
-from docpilot_runtime.site_loader import load_site
-from docpilot_runtime.types import AskRequest
+from docpilot_runtime.providers import ProviderSettings
+from docpilot_runtime.records import RecordsSettings, open_store
+from docpilot_runtime.records.webhooks import WebhookSettings
+from docpilot_runtime.report import write_report
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.load import Settings, SettingsError, load_settings
+from docpilot_runtime.shared.types import AskRequest
+from docpilot_runtime.sites.loader import load_site
 from servers.anthropic_messages import Reply, answer_reply
 from servers.openai_chat import OpenAIChatServer
 from servers.runtime import NO_CAPS, serve_app
@@ -146,8 +146,8 @@ def test_the_second_opinion_counts_against_the_daily_spend(
     cap is reached the next turn settles as passages with no model and no second call."""
     from dataclasses import replace
 
-    from docpilot_runtime.app import build_app
-    from docpilot_runtime.caps import MemoryCaps
+    from docpilot_runtime.limits.caps import MemoryCaps
+    from docpilot_runtime.serve.app import build_app
     from docpilot_runtime.turn import load_runtime
 
     steps = [answer_reply(markdown=f"Set `docpilot: exclude` [[{unit_id}]]."), Reply(text="ok")]

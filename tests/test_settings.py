@@ -12,24 +12,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docpilot_runtime.answer_settings import AnswerSettings
-from docpilot_runtime.caps import LimitSettings
-from docpilot_runtime.embedder_settings import QueryEmbedderSettings
 from docpilot_runtime.embedders import EMBEDDER_NAMES, EmbedderSpec
-from docpilot_runtime.index.options import IndexOptions
 from docpilot_runtime.index.units import DEFAULT_MAX_SECTION_CHARS
-from docpilot_runtime.providers import config as providers
+from docpilot_runtime.limits.caps import LimitSettings
+from docpilot_runtime.settings import providers
 from docpilot_runtime.records import RecordsSettings
-from docpilot_runtime.schema import OptionsError
-from docpilot_runtime.security_headers import HeaderSettings
-from docpilot_runtime.settings import (
+from docpilot_runtime.serve.security_headers import HeaderSettings
+from docpilot_runtime.settings.answer import AnswerSettings
+from docpilot_runtime.settings.docs import render_page
+from docpilot_runtime.settings.embedder import QueryEmbedderSettings
+from docpilot_runtime.settings.index import IndexOptions
+from docpilot_runtime.settings.keys import OptionsError
+from docpilot_runtime.settings.load import (
     Settings,
     SettingsError,
     build_options,
     load_settings,
 )
-from docpilot_runtime.settings_docs import render_page
-from docpilot_runtime.settings_schema import (
+from docpilot_runtime.settings.tables import (
     ANSWER,
     EMBEDDER,
     HEADERS,
@@ -43,9 +43,9 @@ from docpilot_runtime.settings_schema import (
     TABLES,
     WIDGET,
 )
-from docpilot_runtime.settings_schema import EMBEDDER_NAMES as SCHEMA_EMBEDDER_NAMES
-from docpilot_runtime.types import Limits
-from docpilot_runtime.widget_options import WidgetOptions
+from docpilot_runtime.settings.tables import EMBEDDER_NAMES as SCHEMA_EMBEDDER_NAMES
+from docpilot_runtime.settings.widget import WidgetOptions
+from docpilot_runtime.shared.types import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "example-site" / "docs" / "reference"
@@ -286,7 +286,7 @@ def test_reference_tables_are_the_generated_ones(page: str) -> None:
     assert "<!-- schema: " in text
     assert render_page(text) == text, (
         f"{page} differs from the schema: run "
-        f"python -m docpilot_runtime.settings_docs example-site/docs/reference/{page}"
+        f"python -m docpilot_runtime.settings.docs example-site/docs/reference/{page}"
     )
 
 
@@ -315,9 +315,9 @@ def test_loading_settings_loads_neither_the_widget_installer_nor_mkdocs_nor_lxml
     import sys
 
     probe = (
-        "import sys, docpilot_runtime.settings\n"
-        "print(sorted(m for m in ('docpilot_runtime.static_assets', 'docpilot_runtime.widget',"
-        " 'docpilot_runtime.browser',"
+        "import sys, docpilot_runtime.settings.load\n"
+        "print(sorted(m for m in ('docpilot_runtime.browser.install', 'docpilot_runtime.browser.widget',"
+        " 'docpilot_runtime.browser.worker',"
         " 'mkdocs', 'lxml') if m in sys.modules))\n"
     )
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -7,7 +7,7 @@ from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
-from docpilot_runtime.social import (
+from docpilot_runtime.screen.social import (
     DEFAULT_TEMPLATES,
     MAX_SOCIAL_CHARS,
     Role,
@@ -371,7 +371,7 @@ def test_phrase_of_only_punctuation_is_rejected() -> None:
 
 
 def test_the_phrase_file_is_checked_when_read(tmp_path: Path) -> None:
-    from docpilot_runtime.social import PHRASES_FILE, _load_tables
+    from docpilot_runtime.screen.social import PHRASES_FILE, _load_tables
 
     data = json.loads(PHRASES_FILE.read_text(encoding="utf-8"))
     data["phrases"]["en"]["greting"] = ["hi"]

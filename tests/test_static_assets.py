@@ -27,13 +27,11 @@ import brotli
 import pytest
 import yaml
 from corpora import EXAMPLE_SITE, ROOT
-from docpilot_runtime import browser, pyodide_core, static_assets
-from docpilot_runtime.bundle import BundleError, bundle_path, encode_static, load_bundle
-from docpilot_runtime.cli import main as cli_main
-from docpilot_runtime.pyodide_core import STDLIB_MODULES, STDLIB_NAME
-from docpilot_runtime.static_assets import (
-    BROWSER_DATA,
-    BROWSER_MODULES,
+from docpilot_runtime.browser import install as static_assets
+from docpilot_runtime.browser import pyodide_core
+from docpilot_runtime.browser import worker as browser
+from docpilot_runtime.browser.install import (
+    BROWSER_PACKAGES,
     LOCK_NAME,
     PYODIDE_DIR_ENV,
     PYODIDE_FILES,
@@ -43,16 +41,19 @@ from docpilot_runtime.static_assets import (
     BrowserRuntimeError,
     PyodideSource,
     browser_lock,
+    browser_sources,
     browser_wheel,
     fetch_browser_runtime,
     find_pyodide,
     install_browser_runtime,
     write_static_index,
 )
+from docpilot_runtime.browser.pyodide_core import STDLIB_MODULES, STDLIB_NAME
+from docpilot_runtime.bundle.schema import BundleError, bundle_path, encode_static, load_bundle
+from docpilot_runtime.cli import main as cli_main
+from docpilot_runtime.shared.types import Limits, parse_ask_request
 from docpilot_runtime.turn import load_runtime
-from docpilot_runtime.types import Limits, parse_ask_request
 
-RUNTIME = ROOT / "runtime" / "docpilot_runtime"
 T = TypeVar("T")
 
 # Covered, off-topic, social, credential, identifiers, CJK, and follow-ups that the
@@ -402,32 +403,43 @@ def test_the_reduced_stdlib_holds_what_the_browser_core_imports() -> None:
     """Every standard-library module the browser core imports is in the reduced zip
     (the trace in tools/pyodide/trace-stdlib.mjs also covers Pyodide's own)."""
     needed = set()
-    for module in BROWSER_MODULES:
-        needed |= {n for n in _imports(module) if n in sys.stdlib_module_names}
+    for name, source in browser_sources().items():
+        if name.endswith(".py"):
+            needed |= {n for n in _top_level_imports(source) if n in sys.stdlib_module_names}
     # Extension modules (math, binascii, ...) are built into Pyodide, not in the zip.
     needed = {n for n in needed if (importlib.util.find_spec(n).origin or "").endswith(".py")}
     assert "json" in needed and needed <= STDLIB_MODULES, needed - STDLIB_MODULES
 
 
-def test_browser_wheel_holds_exactly_the_modules_static_mode_imports() -> None:
+def _top_level_imports(source: bytes) -> set[str]:
+    """The top-level names a module imports at load time (imports inside a function, such
+    as the bundle's msgpack, never run in the browser)."""
+    found = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+    return found
+
+
+def test_browser_wheel_holds_what_static_mode_imports() -> None:
     script = (
-        "import sys\nimport docpilot_runtime.browser\n"
+        "import sys\nimport docpilot_runtime.browser.worker\n"
         "print('\\n'.join(m for m in sys.modules if m.startswith('docpilot_runtime')))"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    imported = {
-        m.removeprefix("docpilot_runtime").lstrip(".") or "__init__" for m in done.stdout.split()
-    }
+    imported = {m.replace(".", "/") for m in done.stdout.split()}
     _, wheel = browser_wheel()
     with zipfile.ZipFile(io.BytesIO(wheel)) as archive:
         shipped = {
-            n.removeprefix("docpilot_runtime/").removesuffix(".py")
+            n.removesuffix("/__init__.py").removesuffix(".py")
             for n in archive.namelist()
             if n.endswith(".py")
         }
-    assert shipped == imported
-    assert "validate" not in shipped and "memory" not in shipped
+    assert imported <= shipped, imported - shipped
+    assert not any(n.startswith(("docpilot_runtime/check", "docpilot_runtime/answer")) for n in shipped)
 
 
 def test_browser_wheel_is_reproducible_and_holds_only_the_browser_core() -> None:
@@ -435,48 +447,19 @@ def test_browser_wheel_is_reproducible_and_holds_only_the_browser_core() -> None
     assert browser_wheel() == (name, wheel)
     assert name.startswith("docpilot_browser-0.1.0+") and name.endswith("-py3-none-any.whl")
     with zipfile.ZipFile(io.BytesIO(wheel)) as archive:
-        modules = {
-            n.removeprefix("docpilot_runtime/") for n in archive.namelist() if n.endswith(".py")
+        files = {
+            n.removeprefix("docpilot_runtime/")
+            for n in archive.namelist()
+            if not n.startswith("docpilot_browser-")
         }
-        data = {n.removeprefix("docpilot_runtime/") for n in archive.namelist() if n.endswith(".json")}
         record = archive.read(next(n for n in archive.namelist() if n.endswith("RECORD")))
-    assert modules == {f"{m}.py" for m in BROWSER_MODULES}
-    assert data == set(BROWSER_DATA)
-    # + the data files, METADATA and WHEEL
-    assert record.count(b"sha256=") == len(BROWSER_MODULES) + len(BROWSER_DATA) + 2
-
-
-def _imports(module: str) -> set[str]:
-    """The module-level imports of a browser-core module. Imports inside a function (the
-    bundle's msgpack, needed only to read or write the server's file) never run in the
-    browser; the test above holds what importing `browser` really loads."""
-    tree = ast.parse((RUNTIME / f"{module}.py").read_text(encoding="utf-8"))
-    found = set()
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            found.add(f".{node.module}" if node.module else ".")
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
-    return found
-
-
-def test_browser_core_imports_only_itself_and_the_standard_library() -> None:
-    seen, todo = set(), ["browser"]
-    while todo:
-        module = todo.pop()
-        if module in seen:
-            continue
-        seen.add(module)
-        for name in _imports(module):
-            if name == ".":
-                todo.append("__init__")
-            elif name.startswith("."):
-                todo.append(name[1:])
-            else:
-                assert name in sys.stdlib_module_names or name == "__future__", (module, name)
-    assert seen <= set(BROWSER_MODULES) | {"__init__"}, seen - set(BROWSER_MODULES)
+    assert files == set(browser_sources())
+    folders = {f.split("/")[0] for f in files if "/" in f}
+    assert folders == {*BROWSER_PACKAGES, "browser"}
+    assert {"screen/credential_rules.json", "screen/social_phrases.json",
+            "retrieve/function_words.json"} <= files
+    # + METADATA and WHEEL
+    assert record.count(b"sha256=") == len(files) + 2
 
 
 def test_pinned_pyodide_matches_package_json_and_the_npm_package() -> None:

@@ -5,7 +5,7 @@ Pure Python: this file also runs under Pyodide (``tools/pyodide/run-tests.mjs``)
 
 from __future__ import annotations
 
-from docpilot_runtime.tokenize import (
+from docpilot_runtime.retrieve.tokenize import (
     query_terms,
     search_term_counts,
     search_terms,

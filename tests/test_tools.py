@@ -12,18 +12,18 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.index.build import index_site
-from docpilot_runtime.index.options import IndexOptions, embedder_spec
-from docpilot_runtime.providers import ToolCall
-from docpilot_runtime.retrieval import Site
-from docpilot_runtime.site_loader import load_site
-from docpilot_runtime.tools import (
+from docpilot_runtime.answer.tools import (
     BUILTIN_TOOLS,
     MAX_EXPANDS,
     MAX_TOOL_REPLY_CHARS,
     SEARCH_RESULTS,
     TurnTools,
 )
+from docpilot_runtime.index.build import index_site
+from docpilot_runtime.providers import ToolCall
+from docpilot_runtime.retrieve.site import Site
+from docpilot_runtime.settings.index import IndexOptions, embedder_spec
+from docpilot_runtime.sites.loader import load_site
 from servers.site_tool import PLAN_SCHEMA, site_tool_backend
 
 QUESTION = "How do I exclude a page from the assistant?"

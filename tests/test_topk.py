@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from docpilot_runtime.topk import smallest
+from docpilot_runtime.scoring.topk import smallest
 
 
 def brute_force(values: np.ndarray, k: int) -> np.ndarray:
@@ -28,8 +28,8 @@ def test_smallest_of_nothing_is_empty() -> None:
 
 
 def test_faiss_and_numpy_scans_pick_the_same_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
-    import docpilot_runtime.dense as dense_module
-    from docpilot_runtime.dense import DenseIndex, pack_vectors, sign_bits
+    import docpilot_runtime.scoring.dense as dense_module
+    from docpilot_runtime.scoring.dense import DenseIndex, pack_vectors, sign_bits
 
     rng = np.random.default_rng(3)
     n = 120_000

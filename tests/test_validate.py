@@ -8,18 +8,18 @@ import sys
 from typing import Any
 
 import pytest
-from docpilot_runtime.actions import validate_actions
-from docpilot_runtime.bundle import Page
-from docpilot_runtime.markdown_tree import MAX_DEPTH, Node, text_of
-from docpilot_runtime.memory import truncate_markdown
-from docpilot_runtime.types import Citation
-from docpilot_runtime.validate import (
+from docpilot_runtime.answer.actions import validate_actions
+from docpilot_runtime.answer.memory import truncate_markdown
+from docpilot_runtime.bundle.schema import Page
+from docpilot_runtime.check.validate import (
     Piece,
     Source,
     StreamValidator,
     ValidatedAnswer,
     validate_answer,
 )
+from docpilot_runtime.shared.markdown_tree import MAX_DEPTH, Node, text_of
+from docpilot_runtime.shared.types import Citation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 from corpora import MKDOCS_ENV, mkdocs_build
-from docpilot_runtime.bundle import load_bundle
-from docpilot_runtime.bundle_source import BundleSettings
-from docpilot_runtime.evaluation import evaluate, evaluation_runtime, load_questions
-from docpilot_runtime.settings import Settings
+from docpilot_runtime.bundle.schema import load_bundle
+from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime, load_questions
+from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.shared.types import AskRequest
+from docpilot_runtime.sites.source import BundleSettings
 from docpilot_runtime.turn import Runtime, load_runtime
-from docpilot_runtime.types import AskRequest
 from servers.static_host import StaticHost
 from test_languages import _site as i18n_site
 

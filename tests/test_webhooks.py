@@ -18,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.app import create_app
 from docpilot_runtime.records import (
     Recorder,
     RecordsError,
@@ -36,7 +35,8 @@ from docpilot_runtime.records.webhooks import (
     turn_data,
     turn_events,
 )
-from docpilot_runtime.settings import Settings, SettingsError, load_settings
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.load import Settings, SettingsError, load_settings
 from records_session import CREDENTIAL, REFUSED
 from servers.runtime import NO_CAPS, serve_app
 from servers.webhook_receiver import WebhookReceiver, verify, wait_until

@@ -111,7 +111,7 @@ async function start(pyodideUrl) {
   })]).finally(() => (bootFailed = null));
   await Promise.all(storing); // kept for the next page load before this one answers
   storing = [];
-  const browser = pyodide.pyimport("docpilot_runtime.browser");
+  const browser = pyodide.pyimport("docpilot_runtime.browser.worker");
   return { pyodide, browser, bootMs: Math.round(performance.now() - began), version: pyodide.version };
 }
 

@@ -1,7 +1,7 @@
 """Load, validate and split the dev sets in ``benchmarks/devsets/<corpus>/{tune,test}.jsonl``.
 
 The line format is `docpilot eval`'s question set, and its one parser is
-``docpilot_runtime.evaluation.parse_question``: every line is read there. This module adds
+``docpilot_runtime.evaluate.run.parse_question``: every line is read there. This module adds
 the dev sets' own policy on top (every line says its ``lang`` and its ``source``, a thread
 URL or "written"; page URLs are site-relative, as mkdocs writes them; a history turn has
 exactly ``question``, ``kind`` and ``markdown``), and the tune/test split.
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from docpilot_runtime.evaluation import KINDS, EvalError, EvalQuestion, parse_question
+from docpilot_runtime.evaluate.run import KINDS, EvalError, EvalQuestion, parse_question
 
 HERE = Path(__file__).resolve().parent
 SPLITS = ("tune", "test")

@@ -13,7 +13,7 @@ The public API (the `docpilot` CLI and the MkDocs plugin wrap the same functions
 
 Names are imported on first use (PEP 562), so `import docpilot_runtime` stays cheap, and
 the browser wheel (which ships this file) pulls in nothing from it. For typed use,
-import from the owning module (`docpilot_runtime.api`, `.settings`, `.turn`, `.types`).
+import from the owning module (`docpilot_runtime.api`, `.settings.load`, `.turn`, `.shared.types`).
 Nothing here imports MkDocs; `mkdocs_docpilot` is a thin adapter over this package.
 """
 
@@ -32,19 +32,19 @@ _EXPORTS = {
     "evaluate_site": "api",
     "index_built_site": "api",
     "load_runtime": "api",
-    "BundleError": "bundle",
+    "BundleError": "bundle.schema",
     "BuildError": "index.build",
-    "EvalError": "evaluation",
-    "IndexOptions": "index.options",
-    "OptionsError": "schema",
-    "Settings": "settings",
-    "SettingsError": "settings",
-    "load_settings": "settings",
+    "EvalError": "evaluate.run",
+    "IndexOptions": "settings.index",
+    "OptionsError": "settings.keys",
+    "Settings": "settings.load",
+    "SettingsError": "settings.load",
+    "load_settings": "settings.load",
     "Runtime": "turn",
-    "AskRequest": "types",
-    "RequestError": "types",
-    "Result": "types",
-    "WidgetOptions": "widget_options",
+    "AskRequest": "shared.types",
+    "RequestError": "shared.types",
+    "Result": "shared.types",
+    "WidgetOptions": "settings.widget",
 }
 __all__ = [
     "AskRequest",

@@ -15,21 +15,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .index.build import BuildReport, PageSource, collect_pages, index_site
-from .index.cache import default_cache_dir
-from .index.llms_txt import NavEntry
-from .index.options import DEFAULT_CACHE_DIR, IndexOptions
-from .settings import Settings
-from .types import Result, parse_ask_request
-from .widget import inject_built_site, install_widget, widget_config
-from .widget_options import WidgetOptions
+from docpilot_runtime.browser.widget import inject_built_site, install_widget, widget_config
+from docpilot_runtime.index.build import BuildReport, PageSource, collect_pages, index_site
+from docpilot_runtime.index.cache import default_cache_dir
+from docpilot_runtime.index.llms_txt import NavEntry
+from docpilot_runtime.settings.index import DEFAULT_CACHE_DIR, IndexOptions
+from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.settings.widget import WidgetOptions
+from docpilot_runtime.shared.types import Result, parse_ask_request
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from .embedders import Embedder
-    from .evaluation import EvalMode, Report
-    from .turn import Runtime
+    from docpilot_runtime.embedders import Embedder
+    from docpilot_runtime.evaluate.run import EvalMode, Report
+    from docpilot_runtime.turn import Runtime
 
 _LANG = re.compile(rb"<html[^>]*\blang=[\"']([^\"']+)[\"']", re.I)
 Log = Callable[[str], None]
@@ -114,7 +114,7 @@ def load_runtime(
     site_dir: str | os.PathLike[str], settings: Settings | None = None
 ) -> Runtime:
     """Load every bundle under ``site_dir`` once; raises BundleError naming the file."""
-    from .turn import load_runtime as load
+    from docpilot_runtime.turn import load_runtime as load
 
     return load(Path(site_dir), settings)
 
@@ -124,7 +124,7 @@ def create_app(
 ) -> Starlette:
     """The Starlette app serving the built site and the API (runtime loaded here), under
     ``root_path`` when given (``/docs``: see `root_path`)."""
-    from .app import create_app as create
+    from docpilot_runtime.serve.app import create_app as create
 
     return create(site_dir, settings, root_path)
 
@@ -140,7 +140,7 @@ def ask(
     """One turn outside any server: ``site`` is a loaded Runtime or a built site's folder
     (loaded with ``settings``). The request is checked as the HTTP API checks it, so a
     question over the limit raises RequestError naming the field."""
-    from .turn import Runtime
+    from docpilot_runtime.turn import Runtime
 
     runtime = site if isinstance(site, Runtime) else load_runtime(site, settings)
     body: dict[str, Any] = {"question": question}
@@ -163,7 +163,7 @@ def evaluate_site(
     """Every question of a JSON-lines set asked as one turn of the built site, with no
     model, summarised per kind (`docpilot eval`). ``mode="lexical"`` evaluates the same
     bundle without its dense channel. Raises EvalError naming file, line and field."""
-    from .evaluation import evaluate, evaluation_runtime, load_questions
+    from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime, load_questions
 
     asked = load_questions(Path(questions))
     return evaluate(evaluation_runtime(Path(site_dir), mode, settings), asked, with_context)

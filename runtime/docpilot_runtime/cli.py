@@ -15,20 +15,20 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from .api import ask, create_app, index_built_site, load_runtime
-from .bundle import BundleError
-from .embedders import EmbedderError
-from .evaluation import EvalError
-from .index.build import BuildError
-from .index.manifest import refresh_bundle
-from .metrics import MULTIPROC_ENV
-from .records import RecordsError
-from .root_path import RootPathError, normalise_root_path
-from .schema import OptionsError
-from .settings import CONFIG_ENV, Settings, SettingsError, load_settings
-from .static_assets import BrowserRuntimeError, fetch_browser_runtime
-from .turn import Runtime
-from .types import RequestError, Result, parse_ask_request
+from docpilot_runtime.api import ask, create_app, index_built_site, load_runtime
+from docpilot_runtime.browser.install import BrowserRuntimeError, fetch_browser_runtime
+from docpilot_runtime.bundle.schema import BundleError
+from docpilot_runtime.embedders import EmbedderError
+from docpilot_runtime.evaluate.run import EvalError
+from docpilot_runtime.index.build import BuildError
+from docpilot_runtime.index.manifest import refresh_bundle
+from docpilot_runtime.records import RecordsError
+from docpilot_runtime.serve.metrics import MULTIPROC_ENV
+from docpilot_runtime.serve.root_path import RootPathError, normalise_root_path
+from docpilot_runtime.settings.keys import OptionsError
+from docpilot_runtime.settings.load import CONFIG_ENV, Settings, SettingsError, load_settings
+from docpilot_runtime.shared.types import RequestError, Result, parse_ask_request
+from docpilot_runtime.turn import Runtime
 
 log = logging.getLogger("docpilot")
 
@@ -62,13 +62,13 @@ def serve(
     # Imported here so `docpilot index` and `ask` do not pay for the web stack.
     import uvicorn
 
-    from .serving import freeze_loaded, guard_logs, uvicorn_config
+    from docpilot_runtime.serve.server import freeze_loaded, guard_logs, uvicorn_config
 
     prefix = normalise_root_path(root_path)
     # Fails here, naming the file or the prefix, before any worker starts.
     app = create_app(site_dir, settings, prefix)
     if workers > 1:
-        from .asgi import ROOT_PATH_ENV, SHARED_CAPS_ENV, SITE_ENV
+        from docpilot_runtime.serve.asgi import ROOT_PATH_ENV, SHARED_CAPS_ENV, SITE_ENV
 
         os.environ[SITE_ENV] = str(Path(site_dir).resolve())
         os.environ[SHARED_CAPS_ENV] = "1"
@@ -89,7 +89,7 @@ def serve(
         try:
             with contextlib.suppress(KeyboardInterrupt):
                 uvicorn.run(
-                    "docpilot_runtime.asgi:app_from_env", host=host, port=port, factory=True,
+                    "docpilot_runtime.serve.asgi:app_from_env", host=host, port=port, factory=True,
                     workers=workers, **{key: options[key] for key in keep},
                 )
         finally:
@@ -182,7 +182,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .evaluation import EvalMode, evaluate_modes, format_run
+    from docpilot_runtime.evaluate.run import EvalMode, evaluate_modes, format_run
 
     modes: tuple[EvalMode, ...] = ("bundle", "lexical") if args.mode == "both" else (args.mode,)
     run = evaluate_modes(
@@ -193,7 +193,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         settings=_settings(args),
     )
     if args.html:
-        from .report.evaluation_page import write_evaluation_page
+        from docpilot_runtime.report.evaluation_page import write_evaluation_page
 
         write_evaluation_page(run, args.html)
     if args.json:
@@ -205,7 +205,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _records(args: argparse.Namespace) -> Any:
     """The records database named by the settings (spool drained first)."""
-    from .records.export import open_records
+    from docpilot_runtime.records.export import open_records
 
     settings = _settings(args)
     base = Path(settings.source).parent if settings.source else None
@@ -215,7 +215,7 @@ def _records(args: argparse.Namespace) -> Any:
 def cmd_records_export(args: argparse.Namespace) -> int:
     import time
 
-    from .records.export import export_jsonl, since_days_ms
+    from docpilot_runtime.records.export import export_jsonl, since_days_ms
 
     store = _records(args)
     try:
@@ -236,7 +236,7 @@ def cmd_records_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import write_report
+    from docpilot_runtime.report import write_report
 
     store = _records(args)
     try:
@@ -252,7 +252,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from .mcp_server import HINT, mcp_installed, run_stdio
+    from docpilot_runtime.serve.mcp import HINT, mcp_installed, run_stdio
 
     if not mcp_installed():
         print(f"docpilot: error: `docpilot mcp` needs the mcp extra: {HINT}", file=sys.stderr)

@@ -24,21 +24,27 @@ from typing import Any
 
 import httpx
 
-from .answer import Answer, ask_providers
-from .bundle_source import BundleSource, load_sites
-from .caps import Caps
-from .framing import Framing, framing_for
-from .memory import build_memory, render_memory
-from .metrics import RuntimeMetrics
-from .paths import page_path
-from .providers import Provider, ProviderError, make_provider
-from .records import Recorder, StageClock
-from .records.schema import VerdictRecord
-from .retrieval import Site, new_turn_id, opening_result, passages_result, refusal_result
-from .second_opinion import second_opinion
-from .settings import Settings
-from .types import AskRequest, Result
-from .validate import Piece
+from docpilot_runtime.answer.ladder import Answer, ask_providers
+from docpilot_runtime.answer.memory import build_memory, render_memory
+from docpilot_runtime.answer.second_opinion import second_opinion
+from docpilot_runtime.check.validate import Piece
+from docpilot_runtime.limits.caps import Caps
+from docpilot_runtime.providers import Provider, ProviderError, make_provider
+from docpilot_runtime.records import Recorder, StageClock
+from docpilot_runtime.records.schema import VerdictRecord
+from docpilot_runtime.retrieve.site import (
+    Site,
+    new_turn_id,
+    opening_result,
+    passages_result,
+    refusal_result,
+)
+from docpilot_runtime.serve.metrics import RuntimeMetrics
+from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.shared.framing import Framing, framing_for
+from docpilot_runtime.shared.paths import page_path
+from docpilot_runtime.shared.types import AskRequest, Result
+from docpilot_runtime.sites.source import BundleSource, load_sites
 
 log = logging.getLogger("docpilot.turn")
 

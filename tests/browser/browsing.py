@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from docpilot_runtime.security_headers import HeaderSettings
+from docpilot_runtime.serve.security_headers import HeaderSettings
 from playwright.sync_api import Page, Request, Route
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
@@ -160,8 +160,8 @@ def sse(*events: tuple[str, dict[str, Any]]) -> str:
 def crafted_blocks(markdown: str, citations: list[dict[str, Any]]) -> list[Any]:
     """The tree a runtime would send for ``markdown``: the real validator's, with ``[n]``
     naming the n-th citation and links kept to the example site's own pages."""
-    from docpilot_runtime.bundle import Page as BundlePage
-    from docpilot_runtime.validate import Source, validate_answer
+    from docpilot_runtime.bundle.schema import Page as BundlePage
+    from docpilot_runtime.check.validate import Source, validate_answer
 
     emitted = {c["id"]: Source(c["id"], c["url"], c["title"]) for c in citations}
     pages = [

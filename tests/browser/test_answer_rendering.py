@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docpilot_runtime.bundle import Page as BundlePage
-from docpilot_runtime.validate import Source, ValidatedAnswer, validate_answer
+from docpilot_runtime.bundle.schema import Page as BundlePage
+from docpilot_runtime.check.validate import Source, ValidatedAnswer, validate_answer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from browsing import ANSWER_TIMEOUT_MS, mkdocs_build, with_widget_config
-from docpilot_runtime.app import create_app
-from docpilot_runtime.framing import FRAMINGS
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.shared.framing import FRAMINGS
 from playwright.sync_api import Page, expect
 from servers.runtime import serve_app
 

@@ -137,7 +137,7 @@ CITED = {
 def answer_some_questions_myself(page: Page) -> None:
     """A crafted answer (headings, highlighted code) and a failing runtime for two of the
     questions; the others go to the real runtime."""
-    from docpilot_runtime.highlight import highlight_result
+    from docpilot_runtime.serve.highlight import highlight_result
 
     crafted = highlight_result(result(markdown=ANSWER, citations=[CITED]))
 

@@ -17,11 +17,11 @@ import httpx
 import pytest
 from browsing import ANSWER_TIMEOUT_MS, MKDOCS_ENV, Reader, file_server
 from corpora import EXAMPLE_SITE
-from docpilot_runtime.app import create_app
 from docpilot_runtime.providers import ProviderSettings
-from docpilot_runtime.settings import Settings
-from docpilot_runtime.site_loader import load_site
-from docpilot_runtime.types import AskRequest
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.shared.types import AskRequest
+from docpilot_runtime.sites.loader import load_site
 from playwright.sync_api import expect
 from servers.anthropic_messages import Fault, answer_reply
 from servers.openai_chat import OpenAIChatServer

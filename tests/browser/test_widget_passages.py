@@ -4,7 +4,7 @@ naming its page and section."""
 from __future__ import annotations
 
 from browsing import Reader
-from docpilot_runtime.framing import ENGLISH
+from docpilot_runtime.shared.framing import ENGLISH
 from playwright.sync_api import expect
 
 COVERED = "How do I exclude a page from the assistant?"

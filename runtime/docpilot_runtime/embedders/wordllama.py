@@ -8,7 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import EmbedderError, FloatArray, check_texts, l2_normalise_rows
+from docpilot_runtime.embedders.base import (
+    EmbedderError,
+    FloatArray,
+    check_texts,
+    l2_normalise_rows,
+)
 
 # Files the wordllama wheel ships, relative to its package directory. Only this model is in
 # the wheel; anything else would need a download, which we never do.

@@ -21,8 +21,8 @@ from pathlib import Path
 import msgpack
 import numpy as np
 
-from .. import __version__
-from ..bundle import (
+from docpilot_runtime import __version__
+from docpilot_runtime.bundle.schema import (
     BUNDLE_DIR,
     VERSION,
     Bundle,
@@ -38,18 +38,18 @@ from ..bundle import (
     parse_bundle,
     write_atomic,
 )
-from ..dense import LAYOUT, DenseIndex, pack_vectors, sign_bits
-from ..embedders import Embedder, EmbedderError, load_embedder
-from ..lexical import LexicalDoc, build_lexical
-from .cache import EmbeddingCache, cache_key
-from .calibrate import calibrate_gate
-from .html_sections import PageError, parse_page
-from .llms_txt import NavEntry, write_agent_files
-from .options import IndexOptions
-from .repeats import index_repeats_once
-from .site_name import site_name_from_pages
-from .tokens import cached_tokens
-from .units import Unit, page_units
+from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
+from docpilot_runtime.index.cache import EmbeddingCache, cache_key
+from docpilot_runtime.index.calibrate import calibrate_gate
+from docpilot_runtime.index.html_sections import PageError, parse_page
+from docpilot_runtime.index.llms_txt import NavEntry, write_agent_files
+from docpilot_runtime.index.repeats import index_repeats_once
+from docpilot_runtime.index.site_name import site_name_from_pages
+from docpilot_runtime.index.tokens import cached_tokens
+from docpilot_runtime.index.units import Unit, page_units
+from docpilot_runtime.retrieve.lexical import LexicalDoc, build_lexical
+from docpilot_runtime.scoring.dense import LAYOUT, DenseIndex, pack_vectors, sign_bits
+from docpilot_runtime.settings.index import IndexOptions
 
 log = logging.getLogger("docpilot.index")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import msgpack
 import numpy as np
 
-from ..bundle import write_atomic
+from docpilot_runtime.bundle.schema import write_atomic
 
 CACHE_VERSION = 1
 
@@ -40,7 +40,7 @@ def resolve_cache_dir(configured: str, project: Path) -> Path:
     """The cache folder for an option value: the schema's default means
     `default_cache_dir`; anything else is taken relative to ``project`` (the folder of
     mkdocs.yml for the plugin, the working folder for `docpilot index`)."""
-    from .options import DEFAULT_CACHE_DIR
+    from docpilot_runtime.settings.index import DEFAULT_CACHE_DIR
 
     if configured == DEFAULT_CACHE_DIR:
         return default_cache_dir(project)

@@ -27,16 +27,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..bundle import Gate, LexicalBlock
-from ..dense import DenseChannel, DenseIndex
-from ..embedders import Embedder
-from ..gate import Signals, calibrate_mode
-from ..lexical_numpy import NumpyLexical
-from ..retrieval import Searcher
-from .cache import EmbeddingCache, cache_key
-from .probes import OFF_TOPIC
-from .tokens import cached_tokens
-from .units import Unit
+from docpilot_runtime.bundle.schema import Gate, LexicalBlock
+from docpilot_runtime.embedders import Embedder
+from docpilot_runtime.index.cache import EmbeddingCache, cache_key
+from docpilot_runtime.index.probes import OFF_TOPIC
+from docpilot_runtime.index.tokens import cached_tokens
+from docpilot_runtime.index.units import Unit
+from docpilot_runtime.retrieve.gate import Signals, calibrate_mode
+from docpilot_runtime.retrieve.site import Searcher
+from docpilot_runtime.scoring.dense import DenseChannel, DenseIndex
+from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
 
 COVERED_PROBES = 160
 # Real questions carry function words ("how do I", "what is"), which weigh on both the

@@ -13,9 +13,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..bundle import BUNDLE_DIR, write_atomic
-from .llms_txt import LLMS_TXT, RECORD_NAME, site_link
-from .manifest import ManifestEntry
+from docpilot_runtime.bundle.schema import BUNDLE_DIR, write_atomic
+from docpilot_runtime.index.llms_txt import LLMS_TXT, RECORD_NAME, site_link
+from docpilot_runtime.index.manifest import ManifestEntry
 
 OTHERS_HEADING = "## Other languages and versions"
 

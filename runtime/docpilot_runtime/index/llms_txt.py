@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from ..bundle import BUNDLE_DIR, Bundle, UnitRecord, load_bundle, write_atomic
-from .options import IndexOptions
+from docpilot_runtime.bundle.schema import BUNDLE_DIR, Bundle, UnitRecord, load_bundle, write_atomic
+from docpilot_runtime.settings.index import IndexOptions
 
 log = logging.getLogger("docpilot.index")
 

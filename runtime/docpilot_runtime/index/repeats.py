@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from .units import Unit
+from docpilot_runtime.index.units import Unit
 
 MIN_REPEAT_CHARS = 200
 

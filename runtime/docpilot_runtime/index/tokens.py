@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..tokenize import tokenize
+from docpilot_runtime.retrieve.tokenize import tokenize
 
 
 @lru_cache(maxsize=200_000)  # bounded: a long session cannot grow it without end

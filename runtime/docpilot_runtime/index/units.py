@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .html_sections import Block, ParsedPage
-from .options import DEFAULT_MAX_SECTION_CHARS
+from docpilot_runtime.index.html_sections import Block, ParsedPage
+from docpilot_runtime.settings.index import DEFAULT_MAX_SECTION_CHARS
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 

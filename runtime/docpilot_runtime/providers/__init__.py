@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import httpx
 
-from .anthropic import AnthropicProvider
-from .config import PROVIDER_KINDS, ProviderSettings, provider_settings
-from .messages import Message, ModelReply, ToolCall, ToolSpec, Usage
-from .openai import OpenAIChatProvider
-from .pricing import cost_micro_usd
-from .protocol import DeltaSink, Provider, ProviderError
+from docpilot_runtime.providers.anthropic import AnthropicProvider
+from docpilot_runtime.providers.messages import Message, ModelReply, ToolCall, ToolSpec, Usage
+from docpilot_runtime.providers.openai import OpenAIChatProvider
+from docpilot_runtime.providers.pricing import cost_micro_usd
+from docpilot_runtime.providers.protocol import DeltaSink, Provider, ProviderError
+from docpilot_runtime.settings.providers import PROVIDER_KINDS, ProviderSettings, provider_settings
 
 __all__ = [
     "PROVIDER_KINDS",

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from .messages import (
+from docpilot_runtime.providers.messages import (
     STOP_END,
     STOP_MAX_TOKENS,
     STOP_REFUSAL,
@@ -26,8 +26,8 @@ from .messages import (
     Usage,
     parse_tool_arguments,
 )
-from .sse import ServerSentEvent, server_sent_events
-from .streamed_call import HTTPProvider, StreamProgress
+from docpilot_runtime.providers.sse import ServerSentEvent, server_sent_events
+from docpilot_runtime.providers.streamed_call import HTTPProvider, StreamProgress
 
 ANTHROPIC_VERSION = "2023-06-01"
 # Error events worth another try when nothing has streamed yet (the others are our fault).

@@ -17,8 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..upstream import bearer_headers
-from .messages import (
+from docpilot_runtime.providers.messages import (
     STOP_END,
     STOP_MAX_TOKENS,
     STOP_REFUSAL,
@@ -30,8 +29,9 @@ from .messages import (
     Usage,
     parse_tool_arguments,
 )
-from .sse import ServerSentEvent, server_sent_events
-from .streamed_call import HTTPProvider, StreamProgress
+from docpilot_runtime.providers.sse import ServerSentEvent, server_sent_events
+from docpilot_runtime.providers.streamed_call import HTTPProvider, StreamProgress
+from docpilot_runtime.providers.upstream import bearer_headers
 
 _STOP_REASONS = {
     "stop": STOP_END,

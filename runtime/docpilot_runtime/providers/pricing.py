@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from .messages import Usage
+from docpilot_runtime.providers.messages import Usage
 
 ANTHROPIC_CACHE_WRITE_FACTOR = Decimal("1.25")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol
 
-from .messages import Message, ModelReply, ToolSpec, Usage
+from docpilot_runtime.providers.messages import Message, ModelReply, ToolSpec, Usage
 
 ErrorKind = Literal["config", "connection", "timeout", "status", "malformed", "stream_error"]
 

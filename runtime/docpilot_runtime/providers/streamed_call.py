@@ -13,7 +13,10 @@ from typing import Any
 
 import httpx
 
-from ..upstream import (
+from docpilot_runtime.providers.messages import Message, ModelReply, ToolSpec, Usage
+from docpilot_runtime.providers.protocol import DeltaSink, ErrorKind, ProviderError
+from docpilot_runtime.providers.sse import StreamDeadlines, StreamStalled
+from docpilot_runtime.providers.upstream import (
     MissingKey,
     Scrubber,
     key_from_env,
@@ -22,10 +25,7 @@ from ..upstream import (
     split_userinfo,
     upstream_error_message,
 )
-from .config import ProviderSettings
-from .messages import Message, ModelReply, ToolSpec, Usage
-from .protocol import DeltaSink, ErrorKind, ProviderError
-from .sse import StreamDeadlines, StreamStalled
+from docpilot_runtime.settings.providers import ProviderSettings
 
 # A reader is waiting for the answer, so retries are few and short: a server asking for a
 # longer pause than MAX_RETRY_WAIT_SECONDS gets none, and the ladder moves on instead.

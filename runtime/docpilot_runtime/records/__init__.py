@@ -5,10 +5,10 @@ database (SQLite by default, PostgreSQL when `DOCPILOT_DATABASE_URL` is set) for
 CLI's `records` and `report` verbs.
 """
 
-from .config import RecordsSettings
-from .recorder import Recorder, StageClock, turn_record
-from .schema import FeedbackRecord, TurnRecord
-from .store import DATABASE_URL_ENV, RecordsError, RecordStore, open_store
+from docpilot_runtime.records.recorder import Recorder, StageClock, turn_record
+from docpilot_runtime.records.schema import FeedbackRecord, TurnRecord
+from docpilot_runtime.records.store import DATABASE_URL_ENV, RecordsError, RecordStore, open_store
+from docpilot_runtime.settings.records import RecordsSettings
 
 __all__ = [
     "DATABASE_URL_ENV",

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from .config import RecordsSettings
-from .recorder import DAY_MS, Recorder
-from .store import RecordStore
-from .webhooks import WebhookSettings
+from docpilot_runtime.records.recorder import DAY_MS, Recorder
+from docpilot_runtime.records.store import RecordStore
+from docpilot_runtime.records.webhooks import WebhookSettings
+from docpilot_runtime.settings.records import RecordsSettings
 
 
 def open_records(

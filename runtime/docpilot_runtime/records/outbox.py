@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .schema import SET_VERDICT, VerdictRecord
+from docpilot_runtime.records.schema import SET_VERDICT, VerdictRecord
 
 if TYPE_CHECKING:
-    from .store import RecordStore
+    from docpilot_runtime.records.store import RecordStore
 
 QUESTION_ASKED = "chat.question_asked"
 NO_ANSWER = "chat.no_answer"

@@ -16,19 +16,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..types import AskRequest, Result
-from .config import RecordsSettings
-from .outbox import OutboxEvent
-from .schema import FeedbackRecord, TurnRecord, VerdictRecord
-from .spool import Spool, read_entries
-from .store import RecordStore, open_store
-from .webhooks import (
+from docpilot_runtime.records.outbox import OutboxEvent
+from docpilot_runtime.records.schema import FeedbackRecord, TurnRecord, VerdictRecord
+from docpilot_runtime.records.spool import Spool, read_entries
+from docpilot_runtime.records.store import RecordStore, open_store
+from docpilot_runtime.records.webhooks import (
     WebhookSender,
     WebhookSettings,
     feedback_events,
     stop_task,
     turn_events,
 )
+from docpilot_runtime.settings.records import RecordsSettings
+from docpilot_runtime.shared.types import AskRequest, Result
 
 log = logging.getLogger("docpilot.records")
 

@@ -17,8 +17,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from .outbox import OutboxEvent, apply_verdicts, insert_events
-from .schema import (
+from docpilot_runtime.records.outbox import OutboxEvent, apply_verdicts, insert_events
+from docpilot_runtime.records.schema import (
     DIALECT_SQL,
     INSERT_TURN,
     MIGRATIONS,

@@ -34,8 +34,7 @@ from typing import Any
 
 import httpx
 
-from ..settings_schema import WEBHOOKS
-from .outbox import (
+from docpilot_runtime.records.outbox import (
     FEEDBACK,
     NO_ANSWER,
     QUESTION_ASKED,
@@ -46,8 +45,9 @@ from .outbox import (
     mark_delivered,
     next_due_ms,
 )
-from .schema import FeedbackRecord, TurnRecord
-from .store import RecordsError, RecordStore
+from docpilot_runtime.records.schema import FeedbackRecord, TurnRecord
+from docpilot_runtime.records.store import RecordsError, RecordStore
+from docpilot_runtime.settings.tables import WEBHOOKS
 
 log = logging.getLogger("docpilot.webhooks")
 

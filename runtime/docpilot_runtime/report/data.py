@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..tokenize import search_terms, tokenize
+from docpilot_runtime.retrieve.tokenize import search_terms, tokenize
 
 _WORDS = re.compile(r"[^\W_]+(?:[-_./:][^\W_]+)*")
 SIMILAR_AT = 0.34  # Jaccard overlap of content terms at which two questions group

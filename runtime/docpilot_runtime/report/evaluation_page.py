@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..evaluation import EvalRun
-from .plots import calibration_plot
-from .render import _environment
+from docpilot_runtime.evaluate.run import EvalRun
+from docpilot_runtime.report.plots import calibration_plot
+from docpilot_runtime.report.render import _environment
 
 MISSES_SHOWN = 60  # per mode: the worst; the JSON report carries every outcome
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from ..evaluation import Band
-from .data import Day
+from docpilot_runtime.evaluate.run import Band
+from docpilot_runtime.report.data import Day
 
 WIDTH, HEIGHT = 640, 220
 LEFT, RIGHT, TOP, BOTTOM = 68, 28, 12, 36

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..records import RecordStore
-from .data import DAY_MS, ReportData, build_report
-from .plots import confidence_plot, cost_plot, rates_plot
+from docpilot_runtime.records import RecordStore
+from docpilot_runtime.report.data import DAY_MS, ReportData, build_report
+from docpilot_runtime.report.plots import confidence_plot, cost_plot, rates_plot
 
 
 @dataclass(frozen=True)

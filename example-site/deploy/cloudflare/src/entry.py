@@ -1,7 +1,7 @@
 """DocPilot's static-mode API on Cloudflare's Python Workers (Pyodide at the edge).
 
 The Worker answers ``POST /api/ask`` and ``GET /api/health`` with the same turn core the
-widget runs in the reader's browser (``docpilot_runtime.browser``): the credential check,
+widget runs in the reader's browser (``docpilot_runtime.browser.worker``): the credential check,
 social openers, retrieval and the refusal gate, and cited passages, with no model. Every
 other path is the built site, served from the Worker's static assets. The index is the
 site's own ``docpilot/static.json``, read once per isolate from those assets.
@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from docpilot_runtime import browser
-from docpilot_runtime.types import Limits
+from docpilot_runtime.browser import worker as browser
+from docpilot_runtime.shared.types import Limits
 from js import URL, Object, Response
 from pyodide.ffi import to_js
 

