@@ -56,7 +56,8 @@ from typing import Any
 import msgpack
 import numpy as np
 import yaml
-from docpilot_runtime.bundle.schema import bundle_path, load_bundle
+from docpilot_runtime.bundle.read import load_bundle
+from docpilot_runtime.bundle.schema import bundle_path
 from docpilot_runtime.embedders import EmbedderSpec, load_embedder
 from docpilot_runtime.index import build
 from docpilot_runtime.index.build import BuildReport, PageSource, collect_pages, index_site

@@ -48,7 +48,7 @@ import numpy as np
 from docpilot_runtime.evaluate.run import evaluation_runtime, load_questions
 from docpilot_runtime.index.calibrate import covered_probes, salad_probes
 from docpilot_runtime.retrieve.lexical import idf
-from docpilot_runtime.retrieve.site import Ranking, Searcher, coverage_signals, unit_terms
+from docpilot_runtime.retrieve.search import Ranking, Searcher, coverage_signals, unit_terms
 from docpilot_runtime.retrieve.tokenize import search_term_counts, search_terms, tokenize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from docpilot_runtime.bundle.schema import load_bundle
+from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.evaluate.run import EvalQuestion, evaluate, load_questions
 from docpilot_runtime.turn import load_runtime
 

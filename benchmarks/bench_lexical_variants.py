@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docpilot_runtime.bundle.schema import Bundle, LexicalBlock, load_bundle
+from docpilot_runtime.bundle.read import load_bundle
+from docpilot_runtime.bundle.schema import Bundle, LexicalBlock
 from docpilot_runtime.retrieve import tokenize as tok
 from docpilot_runtime.retrieve.lexical import BOOSTS, LexicalDoc, build_lexical
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams

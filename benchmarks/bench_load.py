@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(HERE))
 from common import tree_state  # noqa: E402
 from corpora import EXAMPLE_SITE, mkdocs_build  # noqa: E402
-from docpilot_runtime.bundle.schema import load_bundle  # noqa: E402
+from docpilot_runtime.bundle.read import load_bundle  # noqa: E402
 from docpilot_runtime.records import open_store  # noqa: E402
 from load_driver import LoadSummary, SlowChat, run_load, summarise  # noqa: E402
 from servers.openai_chat import answer_reply  # noqa: E402

@@ -46,7 +46,8 @@ from typing import Any
 
 from common import tree_state
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, Rerank
-from docpilot_runtime.retrieve.site import Searcher, Site
+from docpilot_runtime.retrieve.search import Searcher
+from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.shared.types import AskRequest, HistoryItem
 from docpilot_runtime.sites.loader import load_site
 

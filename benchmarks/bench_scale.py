@@ -67,7 +67,7 @@ from docpilot_runtime.embedders import EmbedderSpec, load_embedder
 from docpilot_runtime.retrieve.gate import confidence, default_params, gate_score
 from docpilot_runtime.retrieve.lexical import LexicalDoc, LexicalIndex, build_lexical
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
-from docpilot_runtime.retrieve.site import Searcher
+from docpilot_runtime.retrieve.search import Searcher
 from docpilot_runtime.retrieve.tokenize import query_terms
 from docpilot_runtime.scoring.dense import DenseChannel, DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
-from docpilot_runtime.bundle.schema import UnitRecord, bundle_path, parse_bundle
+from docpilot_runtime.bundle.read import parse_bundle
+from docpilot_runtime.bundle.schema import UnitRecord, bundle_path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(HERE))
 from common import tree_state  # noqa: E402
 from docpilot_runtime.answer.ladder import MarkdownField  # noqa: E402
-from docpilot_runtime.bundle.schema import load_bundle  # noqa: E402
+from docpilot_runtime.bundle.read import load_bundle  # noqa: E402
 from docpilot_runtime.check.citations import Source  # noqa: E402
 from docpilot_runtime.check.validate import StreamValidator  # noqa: E402
 from docpilot_runtime.embedders.base import EmbedderSpec  # noqa: E402

@@ -18,7 +18,8 @@ from docpilot_runtime.bundle.schema import Bundle, LexicalBlock
 from docpilot_runtime.evaluate.run import EvalQuestion, load_questions, ranked_pages
 from docpilot_runtime.retrieve.lexical import LexicalDoc, build_lexical
 from docpilot_runtime.retrieve.params import RetrievalParams
-from docpilot_runtime.retrieve.site import DenseScorer, Searcher, Site
+from docpilot_runtime.retrieve.search import DenseScorer, Searcher
+from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
 from docpilot_runtime.shared.types import AskRequest
 

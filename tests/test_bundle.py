@@ -14,22 +14,21 @@ from typing import Any
 
 import msgpack
 import pytest
+from docpilot_runtime.bundle.read import decode_static, parse_bundle
 from docpilot_runtime.bundle.schema import (
     WRITTEN_BY,
+    Anchor,
     Bundle,
     BundleError,
     EmbedderInfo,
     Gate,
+    GateParams,
     Page,
     SiteInfo,
     UnitRecord,
     Vectors,
-    decode_static,
-    encode_bundle,
-    encode_static,
-    parse_bundle,
 )
-from docpilot_runtime.retrieve.gate import Anchor, GateParams
+from docpilot_runtime.bundle.write import encode_bundle, encode_static
 from docpilot_runtime.retrieve.lexical import LexicalDoc, build_lexical
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

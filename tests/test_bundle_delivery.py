@@ -15,7 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.bundle.schema import BundleError, parse_bundle
+from docpilot_runtime.bundle.read import parse_bundle
+from docpilot_runtime.bundle.schema import BundleError
 from docpilot_runtime.records import RecordsSettings, open_store
 from docpilot_runtime.serve.app import create_app
 from docpilot_runtime.settings.load import Settings

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from docpilot_runtime.bundle.schema import Bundle, load_bundle
+from docpilot_runtime.bundle.read import load_bundle
+from docpilot_runtime.bundle.schema import Bundle
 from docpilot_runtime.embedders import EmbedderSpec, load_embedder
 from docpilot_runtime.index.cache import EmbeddingCache
 from docpilot_runtime.index.calibrate import (
@@ -20,7 +21,7 @@ from docpilot_runtime.index.probes import OFF_TOPIC
 from docpilot_runtime.index.units import Unit
 from docpilot_runtime.retrieve.gate import gate_score
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
-from docpilot_runtime.retrieve.site import Searcher
+from docpilot_runtime.retrieve.search import Searcher
 from docpilot_runtime.retrieve.tokenize import tokenize
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
 from docpilot_runtime.sites.loader import dense_index

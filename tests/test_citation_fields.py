@@ -9,7 +9,8 @@ from docpilot_runtime.bundle.schema import UnitRecord
 from docpilot_runtime.check.citations import unit_source
 from docpilot_runtime.check.validate import validate_answer
 from docpilot_runtime.reply.passages import EXCERPT_CHARS, page_title_of, preview
-from docpilot_runtime.retrieve.site import passages_result
+from docpilot_runtime.reply.results import passages_result
+from docpilot_runtime.shared.types import TurnBasis
 
 LONG = "Open any page and press A. " * 20
 UNITS = [
@@ -32,8 +33,7 @@ def test_a_preview_is_one_line_cut_at_a_word_within_the_limit() -> None:
 
 
 def test_passages_citations_carry_page_title_and_excerpt() -> None:
-    common = {"turn_id": "t", "bundle_hash": "h"}
-    result = passages_result("how do I ask", UNITS, common)
+    result = passages_result("how do I ask", UNITS, TurnBasis("t", "h"))
     cited = [asdict(c) for c in result.citations]
     assert [(c["title"], c["page_title"]) for c in cited] == [
         ("4. Ask something", "Quick start"),

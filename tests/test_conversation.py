@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from docpilot_runtime.evaluate.run import EvalMode, evaluate, evaluation_runtime, load_questions
+from docpilot_runtime.reply.results import ask_without_model
 from docpilot_runtime.retrieve.followup import (
     fold,
     followup_terms,
@@ -22,7 +23,6 @@ from docpilot_runtime.retrieve.followup import (
     name_terms,
     noun_capitalising,
 )
-from docpilot_runtime.retrieve.site import ask_without_model
 from docpilot_runtime.retrieve.tokenize import query_terms
 from docpilot_runtime.shared.types import AskRequest, HistoryItem
 from docpilot_runtime.turn import Runtime

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from corpora import SiteFactory, mkdocs_build
-from docpilot_runtime.bundle.schema import load_bundle
+from docpilot_runtime.bundle.read import load_bundle
 
 PAGES = {
     "index.md": "# Welcome\n\nThe product overview. It explains the widget.\n\n## Install\n\npip install it.\n",

@@ -8,11 +8,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from docpilot_runtime.bundle.schema import UnitRecord
+from docpilot_runtime.bundle.schema import Anchor, GateParams, Signals, UnitRecord
 from docpilot_runtime.retrieve.gate import (
-    Anchor,
-    GateParams,
-    Signals,
     calibrate_mode,
     confidence,
     default_params,
@@ -22,7 +19,7 @@ from docpilot_runtime.retrieve.gate import (
 )
 from docpilot_runtime.retrieve.lexical import LexicalDoc, LexicalIndex, build_lexical
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
-from docpilot_runtime.retrieve.site import Searcher, coverage_signals, unit_terms
+from docpilot_runtime.retrieve.search import Searcher, coverage_signals, unit_terms
 
 
 def test_margin_is_best_minus_the_mean_of_the_next() -> None:

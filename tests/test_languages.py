@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from corpora import mkdocs_build
-from docpilot_runtime.bundle.schema import load_bundle
+from docpilot_runtime.bundle.read import load_bundle
 
 EN = {
     "index": "# Installation\n\nInstall the package with pip and add the plugin to mkdocs.yml.\n\n"

@@ -20,7 +20,7 @@ from docpilot_runtime.bundle.schema import UnitRecord
 from docpilot_runtime.evaluate.run import load_questions, ranked_pages
 from docpilot_runtime.retrieve.lexical import LexicalDoc, LexicalIndex, build_lexical, release_pages
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
-from docpilot_runtime.retrieve.site import Searcher
+from docpilot_runtime.retrieve.search import Searcher
 from docpilot_runtime.retrieve.tokenize import FUNCTION_WORDS, search_terms
 from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.turn import load_runtime

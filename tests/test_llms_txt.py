@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 import pytest
 from corpora import SiteFactory, mkdocs_build
-from docpilot_runtime.bundle.schema import load_bundle
+from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.embedders import EmbedderSpec
 from docpilot_runtime.index.build import index_site
 from docpilot_runtime.index.llms_txt import render_agent_files, write_agent_files

@@ -4,7 +4,7 @@ page, any other long block on the first page in nav order that carries it."""
 from __future__ import annotations
 
 from corpora import SiteFactory, mkdocs_build
-from docpilot_runtime.bundle.schema import load_bundle
+from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.index.repeats import MIN_REPEAT_CHARS, index_repeats_once, text_blocks
 from docpilot_runtime.index.units import Unit
 

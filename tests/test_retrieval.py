@@ -12,9 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from docpilot_runtime.bundle.schema import encode_static, load_bundle
+from docpilot_runtime.bundle.read import load_bundle
+from docpilot_runtime.bundle.schema import Signals
+from docpilot_runtime.bundle.write import encode_static
 from docpilot_runtime.index.build import index_site
-from docpilot_runtime.retrieve.gate import Signals, calibrate_mode, confidence, gate_score
+from docpilot_runtime.reply.results import ask_without_model
+from docpilot_runtime.retrieve.gate import calibrate_mode, confidence, gate_score
 from docpilot_runtime.retrieve.lexical import (
     LexicalDoc,
     LexicalIndex,
@@ -22,7 +25,8 @@ from docpilot_runtime.retrieve.lexical import (
     query_tf_weight,
 )
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
-from docpilot_runtime.retrieve.site import Site, ask_without_model, rrf
+from docpilot_runtime.retrieve.search import rrf
+from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.retrieve.tokenize import query_terms, search_term_counts
 from docpilot_runtime.scoring.dense import DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical

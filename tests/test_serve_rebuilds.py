@@ -14,7 +14,8 @@ from pathlib import Path
 
 import yaml
 from corpora import SiteFactory, mkdocs_build
-from docpilot_runtime.bundle.schema import Bundle, bundle_path, load_bundle
+from docpilot_runtime.bundle.read import load_bundle
+from docpilot_runtime.bundle.schema import Bundle, bundle_path
 from docpilot_runtime.index.build import LAST_BUILD_NAME
 from docpilot_runtime.index.tokens import cached_tokens
 from mkdocs.commands.build import build

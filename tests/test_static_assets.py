@@ -49,7 +49,9 @@ from docpilot_runtime.browser.install import (
     write_static_index,
 )
 from docpilot_runtime.browser.pyodide_core import STDLIB_MODULES, STDLIB_NAME
-from docpilot_runtime.bundle.schema import BundleError, bundle_path, encode_static, load_bundle
+from docpilot_runtime.bundle.read import load_bundle
+from docpilot_runtime.bundle.schema import BundleError, bundle_path
+from docpilot_runtime.bundle.write import encode_static
 from docpilot_runtime.cli import main as cli_main
 from docpilot_runtime.shared.types import Limits, parse_ask_request
 from docpilot_runtime.turn import load_runtime

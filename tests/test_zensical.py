@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from docpilot_runtime.bundle.schema import load_bundle
+from docpilot_runtime.bundle.read import load_bundle
 from test_build import anchors_of, assert_units_land_on_real_anchors
 
 ZENSICAL = Path(sys.executable).parent / "zensical"

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
-from docpilot_runtime.answer.ladder import Answer, ask_providers
+from docpilot_runtime.answer.ladder import Answer, AnswerJob, ask_providers
 from docpilot_runtime.answer.memory import build_memory, render_memory
 from docpilot_runtime.answer.second_opinion import second_opinion
 from docpilot_runtime.check.validate import Piece
@@ -32,18 +32,17 @@ from docpilot_runtime.limits.caps import Caps
 from docpilot_runtime.providers import Provider, ProviderError, make_provider
 from docpilot_runtime.records import Recorder, StageClock
 from docpilot_runtime.records.schema import VerdictRecord
-from docpilot_runtime.retrieve.site import (
-    Site,
+from docpilot_runtime.reply.results import (
     new_turn_id,
     opening_result,
     passages_result,
     refusal_result,
 )
-from docpilot_runtime.serve.metrics import RuntimeMetrics
+from docpilot_runtime.retrieve.site import Retrieval, Site
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.shared.framing import Framing, framing_for
 from docpilot_runtime.shared.paths import page_path
-from docpilot_runtime.shared.types import AskRequest, Result
+from docpilot_runtime.shared.types import AskRequest, Result, TurnBasis
 from docpilot_runtime.sites.source import BundleSource, load_sites
 
 log = logging.getLogger("docpilot.turn")
@@ -60,6 +59,14 @@ class Event:
 EventSink = Callable[[Event], Awaitable[None]]
 
 
+class TurnObserver(Protocol):
+    """What counts turns and cap hits (the app's Prometheus metrics, `serve.metrics`)."""
+
+    def observe_turn(self, kind: str, latency_ms: Mapping[str, float]) -> None: ...
+
+    def cap_hit(self, cap: str) -> None: ...
+
+
 async def _ignore(_event: Event) -> None:
     return None
 
@@ -73,7 +80,7 @@ class Runtime:
     providers: list[Provider] = field(default_factory=list)
     http: httpx.AsyncClient | None = None  # for site tools; made when a site declares any
     recorder: Recorder | None = None  # set by the app while it serves; None records nothing
-    metrics: RuntimeMetrics | None = None  # set by the app; counts turns and stage latencies
+    metrics: TurnObserver | None = None  # set by the app; counts turns and stage latencies
     caps: Caps | None = None  # set by the app; second opinions count against its daily spend
     # Second opinions still being asked (after their turns were answered).
     _checks: set[asyncio.Task[None]] = field(default_factory=set, repr=False)
@@ -84,10 +91,8 @@ class Runtime:
             self.http = httpx.AsyncClient()
 
     async def _answer(
-        self, request: AskRequest, retrieval: Any, emit: EventSink, framing: Framing
+        self, request: AskRequest, retrieval: Retrieval, emit: EventSink, framing: Framing
     ) -> Answer | None:
-        memory = render_memory(build_memory(request.history, request.quote))
-
         async def delta(piece: Piece) -> None:
             # Newly validated blocks (append text and tree), then the validated draft of
             # the block still open (replaces the previous draft).
@@ -98,18 +103,18 @@ class Runtime:
             await emit(Event("progress", {"stage": stage, **data}))
 
         await progress("answer", {"message": framing.writing})
-        return await ask_providers(
-            self.providers,
-            retrieval,
-            request.question,
-            memory,
-            request.page,
-            self.settings.answer,
-            self.http,
-            delta,
-            progress,
-            framing,
+        job = AnswerJob(
+            retrieval=retrieval,
+            question=request.question,
+            memory=render_memory(build_memory(request.history, request.quote)),
+            page=request.page,
+            settings=self.settings.answer,
+            http=self.http,
+            emit_delta=delta,
+            progress=progress,
+            framing=framing,
         )
+        return await ask_providers(self.providers, job)
 
     async def settle(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for second opinions still being asked, then
@@ -204,12 +209,12 @@ class Runtime:
     async def _turn(
         self, request: AskRequest, emit: EventSink, models: bool, site: Site
     ) -> Result:
-        turn_id = new_turn_id()
-        base: dict[str, Any] = {"turn_id": turn_id, "bundle_hash": site.bundle.hash}
+        opening_basis = TurnBasis(new_turn_id(), site.bundle.hash)
 
         # 1-2. A pasted credential, then a purely social message, end the turn before
         # anything else sees the text.
-        opening, request = opening_result(request, site.name, self.settings.social_templates, base)
+        templates = self.settings.social_templates
+        opening, request = opening_result(request, site.name, templates, opening_basis)
         if opening is not None:
             return opening
 
@@ -219,18 +224,19 @@ class Runtime:
         framing = framing_for(request.lang)
         progressed = retrieval.progress(framing)
         await emit(Event("progress", {"stage": "retrieval", "message": progressed}))
-        common = retrieval.common(base)
+        basis = retrieval.basis(opening_basis)
         if not retrieval.passed:
-            return refusal_result(site.name, retrieval.closest_pages(), common, framing)
+            return refusal_result(site.name, retrieval.closest_pages(), basis, framing)
 
         # 4-6. A model, primed with the gate's excerpts, through the answer ladder.
         if self.providers and models:
             answered = await self._answer(request, retrieval, emit, framing)
             if answered is not None:
                 if answered.citations:
-                    return Result(
-                        kind="answer",
-                        markdown=answered.markdown,
+                    return Result.of(
+                        "answer",
+                        answered.markdown,
+                        basis,
                         blocks=answered.blocks,
                         citations=answered.citations,
                         tentative=answered.tentative,
@@ -238,22 +244,19 @@ class Runtime:
                         actions=answered.actions,
                         summary=answered.summary,
                         usage=answered.usage,
-                        **common,
                     )
                 # An answer with no surviving citation is never shown: a refusal.
                 return refusal_result(
                     site.name,
                     retrieval.closest_pages(),
-                    {
-                        **common,
-                        "model_confidence": answered.model_confidence,
-                        "usage": answered.usage,
-                    },
+                    basis,
                     framing,
+                    model_confidence=answered.model_confidence,
+                    usage=answered.usage,
                 )
 
         # Above the gate with no model (or none answered): the best excerpts, each cited.
-        return passages_result(request.question, retrieval.shown_units(), common, framing)
+        return passages_result(request.question, retrieval.shown_units(), basis, framing)
 
 
 def load_runtime(site_dir: str | Path, settings: Settings | None = None) -> Runtime:

@@ -12,21 +12,19 @@ from typing import Any
 
 import pytest
 from docpilot_runtime.browser import worker as browser
+from docpilot_runtime.bundle.read import decode_static
 from docpilot_runtime.bundle.schema import (
     Bundle,
     Gate,
+    GateParams,
     LexicalBlock,
     Page,
     SiteInfo,
     UnitRecord,
-    decode_static,
-    encode_static,
 )
+from docpilot_runtime.bundle.write import encode_static
 from docpilot_runtime.reply.passages import excerpt, passages_markdown
-from docpilot_runtime.retrieve.gate import (
-    GateParams,
-    calibrate_mode,
-)
+from docpilot_runtime.retrieve.gate import calibrate_mode
 from docpilot_runtime.retrieve.lexical import LexicalDoc, LexicalIndex, build_lexical, ceiling_floor
 from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.retrieve.tokenize import query_terms

@@ -155,37 +155,40 @@ def _int_or_none(value: Any) -> int | None:
     return int(min(max(value, 0), 100))
 
 
+@dataclass(frozen=True)
+class AnswerJob:
+    """What every provider on the ladder is asked: the turn's retrieval and words, where
+    validated text and progress go, and the limits that bound the answer."""
+
+    retrieval: Retrieval
+    question: str
+    memory: str
+    page: str | None
+    settings: AnswerSettings
+    http: httpx.AsyncClient | None
+    emit_delta: Callable[[Piece], Awaitable[None]]
+    progress: Progress
+    framing: Framing = ENGLISH
+
+
 class ProviderRun:
     """One provider's attempt at the turn."""
 
-    def __init__(
-        self,
-        provider: Provider,
-        retrieval: Retrieval,
-        question: str,
-        memory: str,
-        page: str | None,
-        settings: AnswerSettings,
-        http: httpx.AsyncClient | None,
-        emit_delta: Callable[[Piece], Awaitable[None]],
-        progress: Progress,
-        framing: Framing = ENGLISH,
-    ) -> None:
+    def __init__(self, provider: Provider, job: AnswerJob) -> None:
         self.provider = provider
-        self.framing = framing
-        self.retrieval = retrieval
-        self.site = retrieval.site
-        self.settings = settings
-        self.tools = TurnTools(self.site, http)
-        self.emit_delta = emit_delta
-        self.progress = progress
+        self.framing = job.framing
+        self.retrieval = job.retrieval
+        self.site = job.retrieval.site
+        self.settings = job.settings
+        self.tools = TurnTools(self.site, job.http)
+        self.emit_delta = job.emit_delta
+        self.progress = job.progress
         actions = [str(a.get("name")) for a in self.site.bundle.actions]
         self.system = [PLATFORM_RULES, site_profile(self.site.name, actions)]
         rows = self.retrieval.model_order()[:PRIMED_UNITS]
         excerpts = self.tools.excerpts(rows)
-        self.messages: list[Message] = [
-            Message(role="user", content=first_message(question, excerpts, memory, page))
-        ]
+        first = first_message(job.question, excerpts, job.memory, job.page)
+        self.messages: list[Message] = [Message(role="user", content=first)]
         self.usage = Usage()
         self.cost = 0
         self.steps = 0
@@ -304,35 +307,14 @@ class ProviderRun:
         )
 
 
-async def ask_providers(
-    providers: Sequence[Provider],
-    retrieval: Retrieval,
-    question: str,
-    memory: str,
-    page: str | None,
-    settings: AnswerSettings,
-    http: httpx.AsyncClient | None,
-    emit_delta: Callable[[Piece], Awaitable[None]],
-    progress: Progress,
-    framing: Framing = ENGLISH,
-) -> Answer | None:
+async def ask_providers(providers: Sequence[Provider], job: AnswerJob) -> Answer | None:
     """The answer ladder: each provider in order until one answers; None if none did,
     or if `settings.turn_deadline` passed first (the provider being asked is abandoned)."""
     loop = asyncio.get_running_loop()
+    settings = job.settings
     deadline = loop.time() + settings.turn_deadline
     for provider in providers:
-        run = ProviderRun(
-            provider,
-            retrieval,
-            question,
-            memory,
-            page,
-            settings,
-            http,
-            emit_delta,
-            progress,
-            framing,
-        )
+        run = ProviderRun(provider, job)
         try:
             async with asyncio.timeout_at(deadline):
                 return await run.run()
@@ -352,5 +334,5 @@ async def ask_providers(
                 provider.model,
                 exc.__class__.__name__,
             )
-            await progress("answer", {"message": framing.another_model})
+            await job.progress("answer", {"message": job.framing.another_model})
     return None

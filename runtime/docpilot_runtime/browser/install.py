@@ -43,14 +43,9 @@ from typing import Any
 
 from docpilot_runtime import __version__
 from docpilot_runtime.browser import pyodide_core
-from docpilot_runtime.bundle.schema import (
-    BUNDLE_DIR,
-    STATIC_NAME,
-    Bundle,
-    encode_static,
-    load_bundle,
-    write_atomic,
-)
+from docpilot_runtime.bundle.read import load_bundle
+from docpilot_runtime.bundle.schema import BUNDLE_DIR, STATIC_NAME, Bundle
+from docpilot_runtime.bundle.write import encode_static, write_atomic
 
 _logger = logging.getLogger("docpilot.browser")
 

@@ -18,9 +18,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from docpilot_runtime.bundle.schema import STATIC_NAME, decode_static
+from docpilot_runtime.bundle.read import decode_static
+from docpilot_runtime.bundle.schema import STATIC_NAME
+from docpilot_runtime.reply.results import ask_without_model
 from docpilot_runtime.retrieve.lexical import LexicalIndex
-from docpilot_runtime.retrieve.site import Searcher, Site, ask_without_model
+from docpilot_runtime.retrieve.search import Searcher
+from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.screen.credentials import carries_credential, credential_reply, screen_request
 from docpilot_runtime.shared.framing import framing_for
 from docpilot_runtime.shared.markdown_tree import trusted_blocks

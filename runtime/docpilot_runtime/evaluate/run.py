@@ -31,7 +31,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from docpilot_runtime.retrieve.site import Searcher, Site
+from docpilot_runtime.retrieve.search import Searcher
+from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.shared.types import AskRequest, HistoryItem
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ import msgpack
 import numpy as np
 
 from docpilot_runtime import __version__
+from docpilot_runtime.bundle.read import parse_bundle
 from docpilot_runtime.bundle.schema import (
     BUNDLE_DIR,
     VERSION,
@@ -34,10 +35,8 @@ from docpilot_runtime.bundle.schema import (
     UnitRecord,
     Vectors,
     bundle_path,
-    encode_bundle,
-    parse_bundle,
-    write_atomic,
 )
+from docpilot_runtime.bundle.write import encode_bundle, write_atomic
 from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
 from docpilot_runtime.index.cache import EmbeddingCache, cache_key
 from docpilot_runtime.index.calibrate import calibrate_gate

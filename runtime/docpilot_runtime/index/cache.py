@@ -19,7 +19,7 @@ from pathlib import Path
 import msgpack
 import numpy as np
 
-from docpilot_runtime.bundle.schema import write_atomic
+from docpilot_runtime.bundle.write import write_atomic
 
 CACHE_VERSION = 1
 

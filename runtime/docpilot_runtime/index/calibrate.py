@@ -27,14 +27,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from docpilot_runtime.bundle.schema import Gate, LexicalBlock
+from docpilot_runtime.bundle.schema import Gate, LexicalBlock, Signals
 from docpilot_runtime.embedders import Embedder
 from docpilot_runtime.index.cache import EmbeddingCache, cache_key
 from docpilot_runtime.index.probes import OFF_TOPIC
 from docpilot_runtime.index.tokens import cached_tokens
 from docpilot_runtime.index.units import Unit
-from docpilot_runtime.retrieve.gate import Signals, calibrate_mode
-from docpilot_runtime.retrieve.site import Searcher
+from docpilot_runtime.retrieve.gate import calibrate_mode
+from docpilot_runtime.retrieve.search import Searcher
 from docpilot_runtime.scoring.dense import DenseChannel, DenseIndex
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
 

@@ -13,7 +13,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from docpilot_runtime.bundle.schema import BUNDLE_DIR, write_atomic
+from docpilot_runtime.bundle.schema import BUNDLE_DIR
+from docpilot_runtime.bundle.write import write_atomic
 from docpilot_runtime.index.llms_txt import LLMS_TXT, RECORD_NAME, site_link
 from docpilot_runtime.index.manifest import ManifestEntry
 

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from docpilot_runtime.bundle.schema import BUNDLE_DIR, Bundle, UnitRecord, load_bundle, write_atomic
+from docpilot_runtime.bundle.read import load_bundle
+from docpilot_runtime.bundle.schema import BUNDLE_DIR, Bundle, UnitRecord
+from docpilot_runtime.bundle.write import write_atomic
 from docpilot_runtime.settings.index import IndexOptions
 
 log = logging.getLogger("docpilot.index")

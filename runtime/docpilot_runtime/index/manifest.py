@@ -14,7 +14,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from docpilot_runtime.bundle.schema import BUNDLE_DIR, write_atomic
+from docpilot_runtime.bundle.schema import BUNDLE_DIR
+from docpilot_runtime.bundle.write import write_atomic
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "docpilot-manifest"

@@ -32,42 +32,10 @@ Pure Python: the browser runs the lexical gate too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
+from docpilot_runtime.bundle.schema import Anchor, GateParams, Signals
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
-
-
-@dataclass(frozen=True)
-class Anchor:
-    """A signal's typical value on questions the corpus cannot and can answer."""
-
-    uncovered: float
-    covered: float
-
-
-@dataclass(frozen=True)
-class GateParams:
-    """One mode's calibrated gate, as the bundle stores it."""
-
-    weights: Mapping[str, float]
-    anchors: Mapping[str, Anchor]
-    threshold: float
-    samples: Mapping[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Signals:
-    lexical_strength: float = 0.0
-    lexical_margin: float = 0.0
-    dense_strength: float | None = None
-    dense_margin: float | None = None
-    lexical_coverage: float = 0.0
-    known_share: float = 0.0
-
-    def get(self, name: str) -> float:
-        value = getattr(self, name)
-        return 0.0 if value is None else float(value)
 
 
 def margin(scores: Sequence[float], rest: int) -> float:

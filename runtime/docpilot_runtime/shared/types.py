@@ -13,6 +13,7 @@ from typing import Any, Literal
 from docpilot_runtime.shared.framing import LANG_TAG, MAX_LANG_CHARS
 
 Kind = Literal["answer", "refusal", "passages", "social", "credential"]
+Retriever = Literal["hybrid", "lexical"]
 # Why a turn that would have gone to a model settled as `passages` without one.
 FallbackReason = Literal["spend_cap"]
 HISTORY_KINDS = ("answer", "refusal", "passages", "social", "credential")
@@ -36,6 +37,19 @@ class PageRef:
     title: str
 
 
+@dataclass(frozen=True)
+class TurnBasis:
+    """What every result of a turn carries: its id and bundle from the start, the
+    retrieval's verdict (stage 3) once there is one (an opening ends the turn before)."""
+
+    turn_id: str
+    bundle_hash: str
+    confidence: int | None = None
+    retriever: Retriever | None = None
+    rescued: bool = False
+    ranked: tuple[str, ...] = ()
+
+
 @dataclass
 class Result:
     turn_id: str
@@ -47,7 +61,7 @@ class Result:
     tentative: bool = False
     confidence: int | None = None
     model_confidence: int | None = None
-    retriever: Literal["hybrid", "lexical"] | None = None
+    retriever: Retriever | None = None
     rescued: bool = False
     ranked: list[str] = field(default_factory=list)
     actions: list[dict[str, Any]] = field(default_factory=list)
@@ -64,6 +78,44 @@ class Result:
             from docpilot_runtime.shared.markdown_tree import trusted_blocks
 
             self.blocks = trusted_blocks(self.markdown)
+
+    @classmethod
+    def of(
+        cls,
+        kind: Kind,
+        markdown: str,
+        basis: TurnBasis,
+        *,
+        blocks: list[Any] | None = None,
+        citations: list[Citation] | None = None,
+        closest: list[PageRef] | None = None,
+        tentative: bool = False,
+        model_confidence: int | None = None,
+        actions: list[dict[str, Any]] | None = None,
+        summary: str = "",
+        credential_kind: str | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> Result:
+        """A turn's result: the basis's fields, then what this kind adds."""
+        return cls(
+            turn_id=basis.turn_id,
+            kind=kind,
+            markdown=markdown,
+            bundle_hash=basis.bundle_hash,
+            citations=citations or [],
+            closest=closest or [],
+            tentative=tentative,
+            confidence=basis.confidence,
+            model_confidence=model_confidence,
+            retriever=basis.retriever,
+            rescued=basis.rescued,
+            ranked=list(basis.ranked),
+            actions=actions or [],
+            summary=summary,
+            credential_kind=credential_kind,
+            usage=usage,
+            blocks=blocks or [],
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from docpilot_runtime.bundle.schema import Bundle, load_bundle
+from docpilot_runtime.bundle.read import load_bundle
+from docpilot_runtime.bundle.schema import Bundle
 from docpilot_runtime.embedders import Embedder, EmbedderError, EmbedderSpec, load_embedder
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
-from docpilot_runtime.retrieve.site import Searcher, Site
+from docpilot_runtime.retrieve.search import Searcher
+from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.scoring.dense import DenseChannel, DenseIndex
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
 from docpilot_runtime.settings.embedder import QueryEmbedderSettings

@@ -39,7 +39,8 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from docpilot_runtime.bundle.schema import BUNDLE_DIR, BUNDLE_NAME, BundleError, parse_bundle
+from docpilot_runtime.bundle.read import parse_bundle
+from docpilot_runtime.bundle.schema import BUNDLE_DIR, BUNDLE_NAME, BundleError
 from docpilot_runtime.index.manifest import MANIFEST_FORMAT, MANIFEST_NAME
 from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.settings.embedder import QueryEmbedderSettings
