@@ -210,7 +210,7 @@ def test_lexical_bundle_answers_in_lexical_mode(lexical_example: Site) -> None:
     off = lexical_example.retrieve(AskRequest(question=OFF_TOPIC))
     assert covered.retriever == "lexical" and covered.passed
     assert not off.passed
-    assert lexical_example.describe()["retriever"] == "lexical"
+    assert lexical_example.describe()["mode"] == "lexical"
     calibrated = lexical_example.bundle.gate.lexical
     assert calibrated is not None
     assert lexical_example.gate_params("lexical").threshold == pytest.approx(calibrated.threshold)
@@ -282,7 +282,7 @@ def test_a_lexical_turn_through_the_core_loads_no_numpy_httpx_lxml_mkdocs_or_ins
     code = "\n".join(
         [
             "import json, pathlib",
-            "from docpilot_runtime import browser",
+            "from docpilot_runtime.browser import worker as browser",
             f"browser.load_static(pathlib.Path({str(static)!r}).read_bytes())",
             f"result = json.loads(browser.ask_static({body!r}))",
             "assert result['kind'] == 'passages', result",

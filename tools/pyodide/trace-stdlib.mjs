@@ -26,7 +26,7 @@ const pyodide = await loadPyodide({
 pyodide.globals.set("STATIC", readFileSync(join(site, "static.json"), "utf8"));
 const out = pyodide.runPython(`
 import json, sys
-from docpilot_runtime import browser
+from docpilot_runtime.browser import worker as browser
 browser.load_static(STATIC, "/", "static.json")
 assert browser.check("how do I install it?").get("credential") is None
 found = browser.check("my key is sk-proj-" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6kM9n" + " why 401?")

@@ -74,9 +74,9 @@ WHEEL_PACKAGE = "docpilot-browser"  # its name in the lock file, for loadPackage
 # plus the worker's entry module.
 BROWSER_PACKAGES = ("shared", "screen", "retrieve", "reply", "bundle")
 BROWSER_ENTRY = ("__init__.py", "browser/__init__.py", "browser/worker.py")
-# Where this package is installed: its own copy of Pyodide is in assets/pyodide/, and
-# node_modules/pyodide is also looked for above it.
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
+# The package's own folder: the browser core's sources, and its copy of Pyodide in
+# assets/pyodide/ (node_modules/pyodide is also looked for above it).
+CORE_DIR = PACKAGE_DIR = Path(__file__).resolve().parent.parent
 PACKAGED = ("assets", "pyodide")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed, so equal sources give equal wheel bytes
 
@@ -167,13 +167,13 @@ def browser_sources() -> dict[str, bytes]:
     """The browser core's files, by their path inside the package, in a fixed order."""
     names = list(BROWSER_ENTRY)
     for package in BROWSER_PACKAGES:
-        folder = PACKAGE_DIR / package
+        folder = CORE_DIR / package
         names += sorted(
-            p.relative_to(PACKAGE_DIR).as_posix()
+            p.relative_to(CORE_DIR).as_posix()
             for p in folder.iterdir()
             if p.suffix in (".py", ".json")
         )
-    return {name: (PACKAGE_DIR / name).read_bytes() for name in names}
+    return {name: (CORE_DIR / name).read_bytes() for name in names}
 
 
 def _record_hash(data: bytes) -> str:
