@@ -30,7 +30,7 @@ from typing import Any
 import uvicorn
 from bench_browser import build_example
 from docpilot_runtime.browser.pyodide_core import SITE_FILES, sizes
-from docpilot_runtime.serve.app import SiteFiles
+from docpilot_runtime.serve.site_files import SiteFiles
 from playwright.sync_api import BrowserContext, sync_playwright
 from starlette.applications import Starlette
 from starlette.routing import Mount

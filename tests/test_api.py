@@ -624,7 +624,7 @@ def test_feedback_note_is_never_logged(
 
 
 def test_a_feedback_flood_from_one_client_evicts_only_its_own_feedback() -> None:
-    from docpilot_runtime.serve.app import Feedback, FeedbackStore
+    from docpilot_runtime.serve.feedback import Feedback, FeedbackStore
 
     store = FeedbackStore(capacity=100, per_client=5)
     store.put(Feedback(turn_id="genuine", rating="down", note="wrong page"), "198.51.100.1")
@@ -651,13 +651,13 @@ def test_feedback_over_http_is_bounded_per_client(
 
 
 def _feedback(body: dict[str, Any]) -> Any:
-    from docpilot_runtime.serve.app import parse_feedback
+    from docpilot_runtime.serve.feedback import parse_feedback
 
     return parse_feedback(body)
 
 
 def test_feedback_store_keeps_only_the_newest_turns() -> None:
-    from docpilot_runtime.serve.app import Feedback, FeedbackStore
+    from docpilot_runtime.serve.feedback import Feedback, FeedbackStore
 
     store = FeedbackStore(capacity=3)
     for i in range(5):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import brotli
 import httpx
-from docpilot_runtime.serve.app import SiteFiles
 from docpilot_runtime.serve.precompressed import accepted
+from docpilot_runtime.serve.site_files import SiteFiles
 from servers.runtime import serve_app
 from starlette.applications import Starlette
 from starlette.routing import Mount
