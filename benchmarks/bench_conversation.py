@@ -43,17 +43,9 @@ from typing import Any
 
 import yaml
 from common import HERE, tree_state
-from docpilot_runtime.evaluate.run import (
-    EvalQuestion,
-    Outcome,
-    Report,
-    evaluate,
-    evaluation_runtime,
-    format_report,
-    lexical_runtime,
-    load_questions,
-    summarise,
-)
+from docpilot_runtime.evaluate.figures import Outcome, Report, format_report, summarise
+from docpilot_runtime.evaluate.questions import EvalQuestion, load_questions
+from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime, lexical_runtime
 from docpilot_runtime.retrieve.followup import followup_terms, name_terms
 from docpilot_runtime.retrieve.site import anchor_questions
 from docpilot_runtime.turn import Runtime

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.bundle.schema import Bundle, UnitRecord
-from docpilot_runtime.evaluate.run import ranked_pages
+from docpilot_runtime.evaluate.figures import ranked_pages
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
 from docpilot_runtime.scoring.dense import DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.scoring.topk import smallest

@@ -24,13 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from docpilot_runtime.evaluate.run import (
-    EvalQuestion,
-    Report,
-    evaluate,
-    evaluation_runtime,
-    load_questions,
-)
+from docpilot_runtime.evaluate.figures import Report
+from docpilot_runtime.evaluate.questions import EvalQuestion, load_questions
+from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lexical import CORPORA, DEVSETS, SPLITS, build

@@ -45,7 +45,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from docpilot_runtime.evaluate.run import evaluation_runtime, load_questions
+from docpilot_runtime.evaluate.questions import load_questions
+from docpilot_runtime.evaluate.run import evaluation_runtime
 from docpilot_runtime.index.calibrate import covered_probes, salad_probes
 from docpilot_runtime.retrieve.lexical import idf
 from docpilot_runtime.retrieve.search import Ranking, Searcher, coverage_signals, unit_terms

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from docpilot_runtime.bundle.read import load_bundle
-from docpilot_runtime.evaluate.run import EvalQuestion, evaluate, load_questions
+from docpilot_runtime.evaluate.questions import EvalQuestion, load_questions
+from docpilot_runtime.evaluate.run import evaluate
 from docpilot_runtime.turn import load_runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

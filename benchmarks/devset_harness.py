@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docpilot_runtime.bundle.schema import Bundle, LexicalBlock
-from docpilot_runtime.evaluate.run import EvalQuestion, load_questions, ranked_pages
+from docpilot_runtime.evaluate.figures import ranked_pages
+from docpilot_runtime.evaluate.questions import EvalQuestion, load_questions
 from docpilot_runtime.retrieve.lexical import LexicalDoc, build_lexical
 from docpilot_runtime.retrieve.params import RetrievalParams
 from docpilot_runtime.retrieve.search import DenseScorer, Searcher

@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
-from docpilot_runtime.evaluate.run import EvalMode, evaluate, evaluation_runtime, load_questions
+from docpilot_runtime.evaluate.questions import EvalMode, load_questions
+from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime
 from docpilot_runtime.reply.results import ask_without_model
 from docpilot_runtime.retrieve.followup import (
     fold,

@@ -9,15 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from docpilot_runtime.evaluate.run import (
-    EvalError,
-    Outcome,
-    evaluate,
-    format_report,
-    load_questions,
-    ranked_pages,
-    summarise,
-)
+from docpilot_runtime.evaluate.figures import Outcome, format_report, ranked_pages, summarise
+from docpilot_runtime.evaluate.questions import EvalError, load_questions
+from docpilot_runtime.evaluate.run import evaluate
 from docpilot_runtime.turn import load_runtime
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from corpora import ROOT, mkdocs_build, reduced_config
 from docpilot_runtime.bundle.read import load_bundle
-from docpilot_runtime.evaluate.run import load_questions
+from docpilot_runtime.evaluate.questions import load_questions
 from docpilot_runtime.index.calibrate import covered_probes, salad_probes
 from docpilot_runtime.index.probes import OFF_TOPIC
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical

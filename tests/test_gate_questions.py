@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from corpora import ROOT, mkdocs_build, reduced_config
-from docpilot_runtime.evaluate.run import EvalQuestion, evaluate, evaluation_runtime, load_questions
+from docpilot_runtime.evaluate.questions import EvalQuestion, load_questions
+from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime
 
 TUNE = ROOT / "benchmarks" / "devsets" / "httpx" / "tune.jsonl"
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from corpora import ROOT, mkdocs_build, reduced_config
 from docpilot_runtime.bundle.schema import UnitRecord
-from docpilot_runtime.evaluate.run import load_questions, ranked_pages
+from docpilot_runtime.evaluate.figures import ranked_pages
+from docpilot_runtime.evaluate.questions import load_questions
 from docpilot_runtime.retrieve.lexical import LexicalDoc, LexicalIndex, build_lexical, release_pages
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
 from docpilot_runtime.retrieve.search import Searcher

@@ -19,7 +19,8 @@ import pytest
 import yaml
 from corpora import MKDOCS_ENV, mkdocs_build
 from docpilot_runtime.bundle.read import load_bundle
-from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime, load_questions
+from docpilot_runtime.evaluate.questions import load_questions
+from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.sites.source import BundleSettings

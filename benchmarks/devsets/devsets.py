@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from docpilot_runtime.evaluate.run import KINDS, EvalError, EvalQuestion, parse_question
+from docpilot_runtime.evaluate.questions import KINDS, EvalError, EvalQuestion, parse_question
 
 HERE = Path(__file__).resolve().parent
 SPLITS = ("tune", "test")

@@ -34,7 +34,7 @@ _EXPORTS = {
     "load_runtime": "api",
     "BundleError": "bundle.schema",
     "BuildError": "index.build",
-    "EvalError": "evaluate.run",
+    "EvalError": "evaluate.questions",
     "IndexOptions": "settings.index",
     "OptionsError": "settings.keys",
     "Settings": "settings.load",

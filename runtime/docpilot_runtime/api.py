@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from docpilot_runtime.embedders import Embedder
-    from docpilot_runtime.evaluate.run import EvalMode, Report
+    from docpilot_runtime.evaluate.figures import Report
+    from docpilot_runtime.evaluate.questions import EvalMode
     from docpilot_runtime.turn import Runtime
 
 _LANG = re.compile(rb"<html[^>]*\blang=[\"']([^\"']+)[\"']", re.I)
@@ -163,7 +164,8 @@ def evaluate_site(
     """Every question of a JSON-lines set asked as one turn of the built site, with no
     model, summarised per kind (`docpilot eval`). ``mode="lexical"`` evaluates the same
     bundle without its dense channel. Raises EvalError naming file, line and field."""
-    from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime, load_questions
+    from docpilot_runtime.evaluate.questions import load_questions
+    from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime
 
     asked = load_questions(Path(questions))
     return evaluate(evaluation_runtime(Path(site_dir), mode, settings), asked, with_context)

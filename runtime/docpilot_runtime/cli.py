@@ -19,7 +19,7 @@ from docpilot_runtime.api import ask, create_app, index_built_site, load_runtime
 from docpilot_runtime.browser.install import BrowserRuntimeError, fetch_browser_runtime
 from docpilot_runtime.bundle.schema import BundleError
 from docpilot_runtime.embedders import EmbedderError
-from docpilot_runtime.evaluate.run import EvalError
+from docpilot_runtime.evaluate.questions import EvalError
 from docpilot_runtime.index.build import BuildError
 from docpilot_runtime.index.manifest import refresh_bundle
 from docpilot_runtime.records import RecordsError
@@ -182,7 +182,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from docpilot_runtime.evaluate.run import EvalMode, evaluate_modes, format_run
+    from docpilot_runtime.evaluate.questions import EvalMode
+    from docpilot_runtime.evaluate.run import evaluate_modes, format_run
 
     modes: tuple[EvalMode, ...] = ("bundle", "lexical") if args.mode == "both" else (args.mode,)
     run = evaluate_modes(

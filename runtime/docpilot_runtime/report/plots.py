@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from docpilot_runtime.evaluate.run import Band
+from docpilot_runtime.evaluate.figures import Band
 from docpilot_runtime.report.data import Day
 
 WIDTH, HEIGHT = 640, 220
