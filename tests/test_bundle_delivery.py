@@ -19,12 +19,12 @@ from docpilot_runtime.bundle.read import parse_bundle
 from docpilot_runtime.bundle.schema import BundleError
 from docpilot_runtime.records import RecordsSettings, open_store
 from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.bundle import BundleSettings
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.settings.providers import ProviderSettings
 from docpilot_runtime.sites.source import (
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
-    BundleSettings,
     BundleSource,
     SourceError,
     check_url,

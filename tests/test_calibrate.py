@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.bundle.schema import Bundle
-from docpilot_runtime.embedders import EmbedderSpec, load_embedder
+from docpilot_runtime.embedders import load_embedder
 from docpilot_runtime.index.cache import EmbeddingCache
 from docpilot_runtime.index.calibrate import (
     COVERED_PROBES,
@@ -24,6 +24,7 @@ from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
 from docpilot_runtime.retrieve.search import Searcher
 from docpilot_runtime.retrieve.tokenize import tokenize
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
+from docpilot_runtime.settings.embedder import EmbedderSpec
 from docpilot_runtime.sites.loader import dense_index
 
 

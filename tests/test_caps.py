@@ -14,15 +14,9 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.limits.caps import (
-    WINDOW_SECONDS,
-    LimitSettings,
-    MemoryCaps,
-    TokenBuckets,
-    client_address,
-    parse_networks,
-)
+from docpilot_runtime.limits.caps import WINDOW_SECONDS, MemoryCaps, TokenBuckets, client_address
 from docpilot_runtime.serve.app import build_app
+from docpilot_runtime.settings.limits import LimitSettings, parse_networks
 from docpilot_runtime.settings.load import Settings, SettingsError, load_settings
 from docpilot_runtime.settings.providers import ProviderSettings
 from docpilot_runtime.turn import load_runtime

@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.limits.caps import LimitSettings
 from docpilot_runtime.limits.shared import DatabaseCaps
+from docpilot_runtime.settings.limits import LimitSettings
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from records_backends import BACKENDS, database_url

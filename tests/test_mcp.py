@@ -25,8 +25,8 @@ import httpx
 import pytest
 import yaml
 from corpora import mkdocs_build
-from docpilot_runtime.limits.caps import LimitSettings
 from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.settings.providers import ProviderSettings
 from docpilot_runtime.shared.types import AskRequest

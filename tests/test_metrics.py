@@ -11,13 +11,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from docpilot_runtime.limits.caps import LimitSettings
 from docpilot_runtime.providers import ProviderSettings
 from docpilot_runtime.records import RecordsSettings
-from docpilot_runtime.records.webhooks import WebhookSettings
 from docpilot_runtime.serve.app import create_app
-from docpilot_runtime.serve.metrics import MetricsSettings
+from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings
+from docpilot_runtime.settings.metrics import MetricsSettings
+from docpilot_runtime.settings.webhooks import WebhookSettings
 from prometheus_client.parser import text_string_to_metric_families
 from records_session import REFUSED
 from servers.anthropic_messages import Fault

@@ -12,17 +12,14 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.answer.second_opinion import (
-    SecondOpinionSettings,
-    check_prompt,
-    read_verdict,
-)
+from docpilot_runtime.answer.second_opinion import check_prompt, read_verdict
 from docpilot_runtime.providers import ProviderSettings
 from docpilot_runtime.records import RecordsSettings, open_store
-from docpilot_runtime.records.webhooks import WebhookSettings
 from docpilot_runtime.report import write_report
 from docpilot_runtime.serve.app import create_app
 from docpilot_runtime.settings.load import Settings, SettingsError, load_settings
+from docpilot_runtime.settings.second_opinion import SecondOpinionSettings
+from docpilot_runtime.settings.webhooks import WebhookSettings
 from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.sites.loader import load_site
 from servers.anthropic_messages import Reply, answer_reply

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from docpilot_runtime.embedders import EmbedderSpec
 from docpilot_runtime.index.build import BuildError, index_site
 from docpilot_runtime.index.html_sections import PageError, parse_page
 from docpilot_runtime.index.units import page_units
+from docpilot_runtime.settings.embedder import EmbedderSpec
 from docpilot_runtime.settings.index import IndexOptions
 
 MATERIAL_LIKE = """<!doctype html><html><head><title>Setup - Site</title></head><body>

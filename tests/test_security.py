@@ -17,10 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.limits.caps import LimitSettings
 from docpilot_runtime.serve.app import build_app
-from docpilot_runtime.serve.security_headers import API_POLICY, HeaderSettings
+from docpilot_runtime.serve.security_headers import API_POLICY
 from docpilot_runtime.serve.server import AccessLogWithoutQuery, RedactCredentials, redact
+from docpilot_runtime.settings.headers import HeaderSettings
+from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings, SettingsError, load_settings
 from docpilot_runtime.turn import Runtime, load_runtime
 from servers.runtime import RunningServer, serve_app

@@ -12,17 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docpilot_runtime.embedders import EMBEDDER_NAMES, EmbedderSpec
+from docpilot_runtime.embedders import EMBEDDER_NAMES
 from docpilot_runtime.index.units import DEFAULT_MAX_SECTION_CHARS
-from docpilot_runtime.limits.caps import LimitSettings
 from docpilot_runtime.records import RecordsSettings
-from docpilot_runtime.serve.security_headers import HeaderSettings
 from docpilot_runtime.settings import providers
 from docpilot_runtime.settings.answer import AnswerSettings
 from docpilot_runtime.settings.docs import render_page
-from docpilot_runtime.settings.embedder import QueryEmbedderSettings
+from docpilot_runtime.settings.embedder import EmbedderSpec, QueryEmbedderSettings
+from docpilot_runtime.settings.headers import HeaderSettings
 from docpilot_runtime.settings.index import IndexOptions
 from docpilot_runtime.settings.keys import OptionsError
+from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import (
     Settings,
     SettingsError,

@@ -21,9 +21,9 @@ from corpora import MKDOCS_ENV, mkdocs_build
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.evaluate.questions import load_questions
 from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime
+from docpilot_runtime.settings.bundle import BundleSettings
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.shared.types import AskRequest
-from docpilot_runtime.sites.source import BundleSettings
 from docpilot_runtime.turn import Runtime, load_runtime
 from servers.static_host import StaticHost
 from test_languages import _site as i18n_site

@@ -28,15 +28,10 @@ from docpilot_runtime.records import (
 from docpilot_runtime.records.export import open_records
 from docpilot_runtime.records.outbox import outbox_rows
 from docpilot_runtime.records.spool import Spool
-from docpilot_runtime.records.webhooks import (
-    WebhookSettings,
-    event_key,
-    sign,
-    turn_data,
-    turn_events,
-)
+from docpilot_runtime.records.webhooks import event_key, sign, turn_data, turn_events
 from docpilot_runtime.serve.app import create_app
 from docpilot_runtime.settings.load import Settings, SettingsError, load_settings
+from docpilot_runtime.settings.webhooks import WebhookSettings
 from records_session import CREDENTIAL, REFUSED
 from servers.runtime import NO_CAPS, serve_app
 from servers.webhook_receiver import WebhookReceiver, verify, wait_until

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from docpilot_runtime.serve.security_headers import HeaderSettings
+from docpilot_runtime.settings.headers import HeaderSettings
 from playwright.sync_api import Page, Request, Route
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"

@@ -32,9 +32,9 @@ from browsing import (
     sse,
 )
 from corpora import EXAMPLE_SITE
-from docpilot_runtime.limits.caps import LimitSettings
 from docpilot_runtime.serve.app import create_app
-from docpilot_runtime.serve.security_headers import PAGE_POLICY, HeaderSettings
+from docpilot_runtime.settings.headers import PAGE_POLICY, HeaderSettings
+from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings
 from playwright.sync_api import Page
 from servers.runtime import RunningServer, serve_app

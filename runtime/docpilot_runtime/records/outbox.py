@@ -14,13 +14,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from docpilot_runtime.records.schema import SET_VERDICT, VerdictRecord
 
-if TYPE_CHECKING:
-    from docpilot_runtime.records.store import RecordStore
+
+class Database(Protocol):
+    """What the outbox needs of the records store (`store.RecordStore`, which writes
+    the outbox's rows in its own transactions: the store imports this module, not the
+    other way round)."""
+
+    def sql(self, statement: str) -> str: ...
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
 
 QUESTION_ASKED = "chat.question_asked"
 NO_ANSWER = "chat.no_answer"
@@ -86,14 +94,14 @@ class Delivery:
     body: bytes
 
 
-def insert_events(store: RecordStore, cursor: Any, events: Sequence[OutboxEvent]) -> None:
+def insert_events(store: Database, cursor: Any, events: Sequence[OutboxEvent]) -> None:
     """Inside `RecordStore.write`'s transaction: the events of the records it stores."""
     if events:
         cursor.executemany(store.sql(INSERT_EVENT), [event.row() for event in events])
 
 
 def apply_verdicts(
-    store: RecordStore, cursor: Any, verdicts: Sequence[VerdictRecord], now_ms: int
+    store: Database, cursor: Any, verdicts: Sequence[VerdictRecord], now_ms: int
 ) -> None:
     """Inside the same transaction: store each verdict with its turn, release its events."""
     for item in verdicts:
@@ -113,7 +121,7 @@ def _with_verdict(body: str, event_type: str, verdict: str | None) -> bytes:
     return body.encode("utf-8")
 
 
-def claim_due(store: RecordStore, now_ms: int, lease_ms: int, limit: int) -> list[Delivery]:
+def claim_due(store: Database, now_ms: int, lease_ms: int, limit: int) -> list[Delivery]:
     """Rows due now, claimed for ``lease_ms`` (no other sender takes them meanwhile)."""
     claimed: list[Delivery] = []
     with store.transaction() as cursor:
@@ -126,7 +134,7 @@ def claim_due(store: RecordStore, now_ms: int, lease_ms: int, limit: int) -> lis
     return claimed
 
 
-def mark_delivered(store: RecordStore, delivery: Delivery, now_ms: int) -> None:
+def mark_delivered(store: Database, delivery: Delivery, now_ms: int) -> None:
     with store.transaction() as cursor:
         cursor.execute(
             store.sql(
@@ -138,7 +146,7 @@ def mark_delivered(store: RecordStore, delivery: Delivery, now_ms: int) -> None:
 
 
 def mark_attempt_failed(
-    store: RecordStore, delivery: Delivery, error: str, next_ms: int | None, now_ms: int
+    store: Database, delivery: Delivery, error: str, next_ms: int | None, now_ms: int
 ) -> None:
     """Count the failed attempt; due again at ``next_ms``, or failed for good when None."""
     with store.transaction() as cursor:
@@ -158,7 +166,7 @@ def mark_attempt_failed(
         )
 
 
-def next_due_ms(store: RecordStore) -> int | None:
+def next_due_ms(store: Database) -> int | None:
     """When the earliest pending row is due (None when nothing is pending)."""
     with store.transaction() as cursor:
         cursor.execute(f"SELECT MIN(next_attempt_ms) FROM webhook_outbox WHERE {PENDING}")
@@ -166,7 +174,7 @@ def next_due_ms(store: RecordStore) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
-def outbox_depth(store: RecordStore) -> int:
+def outbox_depth(store: Database) -> int:
     """Rows still to deliver (neither delivered nor failed for good)."""
     with store.transaction() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM webhook_outbox WHERE {PENDING}")
@@ -174,7 +182,7 @@ def outbox_depth(store: RecordStore) -> int:
     return int(row[0]) if row else 0
 
 
-def outbox_rows(store: RecordStore) -> list[dict[str, Any]]:
+def outbox_rows(store: Database) -> list[dict[str, Any]]:
     """Every row, for tests and the owner's diagnostics (bodies left out)."""
     columns = ("event_id", "target", "event_type", "turn_id", "attempts", "delivered_ms",
                "failed_ms", "last_error")

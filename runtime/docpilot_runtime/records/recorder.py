@@ -19,15 +19,10 @@ from typing import Any
 from docpilot_runtime.records.outbox import OutboxEvent
 from docpilot_runtime.records.schema import FeedbackRecord, TurnRecord, VerdictRecord
 from docpilot_runtime.records.spool import Spool, read_entries
-from docpilot_runtime.records.store import RecordStore, open_store
-from docpilot_runtime.records.webhooks import (
-    WebhookSender,
-    WebhookSettings,
-    feedback_events,
-    stop_task,
-    turn_events,
-)
+from docpilot_runtime.records.store import RecordsError, RecordStore, open_store
+from docpilot_runtime.records.webhooks import WebhookSender, feedback_events, stop_task, turn_events
 from docpilot_runtime.settings.records import RecordsSettings
+from docpilot_runtime.settings.webhooks import WebhookSettings
 from docpilot_runtime.shared.types import AskRequest, Result
 
 log = logging.getLogger("docpilot.records")
@@ -218,7 +213,11 @@ class Recorder:
         """Replay what an earlier run left in the spool, then keep draining it; with
         receivers, deliver the outbox. A missing signing secret raises RecordsError."""
         if self.webhooks is not None:
-            self.sender = WebhookSender(self.webhooks, self.webhooks.secret(), self.store)
+            try:
+                secret = self.webhooks.secret()
+            except ValueError as exc:
+                raise RecordsError(str(exc)) from None
+            self.sender = WebhookSender(self.webhooks, secret, self.store)
             self.sender.start()
         self._wake.set()  # the writer's first pass replays pending files
         self._task = asyncio.create_task(self._writer(), name="docpilot-records")

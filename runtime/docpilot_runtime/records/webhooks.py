@@ -25,11 +25,8 @@ import hashlib
 import hmac
 import json
 import logging
-import os
-import random
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -46,12 +43,11 @@ from docpilot_runtime.records.outbox import (
     next_due_ms,
 )
 from docpilot_runtime.records.schema import FeedbackRecord, TurnRecord
-from docpilot_runtime.records.store import RecordsError, RecordStore
-from docpilot_runtime.settings.tables import WEBHOOKS
+from docpilot_runtime.records.store import RecordStore
+from docpilot_runtime.settings.webhooks import WebhookSettings
 
 log = logging.getLogger("docpilot.webhooks")
 
-_DEFAULTS = WEBHOOKS.defaults()
 SIGNATURE_VERSION = "v1"
 BATCH = 16  # deliveries claimed (and posted concurrently) per pass
 IDLE_POLL_SECONDS = 5.0  # another process may have queued events: look again this often
@@ -65,35 +61,6 @@ TURN_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
-class WebhookSettings:
-    """The `[webhooks]` table; the secret itself is read from ``secret_env`` at start."""
-
-    urls: tuple[str, ...] = _DEFAULTS["urls"]
-    secret_env: str = _DEFAULTS["secret_env"]
-    timeout: float = _DEFAULTS["timeout"]
-    max_attempts: int = _DEFAULTS["max_attempts"]
-    backoff_seconds: float = _DEFAULTS["backoff_seconds"]
-    max_backoff_seconds: float = _DEFAULTS["max_backoff_seconds"]
-    verdict_wait: float = _DEFAULTS["verdict_wait"]
-
-    def secret(self, environ: Mapping[str, str] = os.environ) -> bytes:
-        """The signing secret; a missing or empty variable is an error naming it."""
-        value = environ.get(self.secret_env, "") if self.secret_env else ""
-        if not value:
-            raise RecordsError(
-                f"[webhooks] secret_env: the environment variable {self.secret_env or '(unset)'}"
-                " is not set or empty; webhooks need a shared secret"
-            )
-        return value.encode("utf-8")
-
-    def backoff(self, failed_attempts: int, rng: random.Random | None = None) -> float:
-        """Seconds before the next try after ``failed_attempts`` failures: doubling from
-        `backoff_seconds`, capped, then jittered to between half and all of it, so
-        receivers coming back are not hit by every sender at once."""
-        doubled = self.backoff_seconds * 2.0 ** (failed_attempts - 1)
-        ceiling = min(float(self.max_backoff_seconds), doubled)
-        return ceiling * (rng or random).uniform(0.5, 1.0)
 
 
 def event_key(event_type: str, *parts: object) -> str:

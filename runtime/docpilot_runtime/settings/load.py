@@ -16,21 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from docpilot_runtime.answer.second_opinion import SecondOpinionSettings
-from docpilot_runtime.limits.caps import LimitSettings, parse_networks
-from docpilot_runtime.records.webhooks import WebhookSettings
-from docpilot_runtime.serve.metrics import MetricsSettings
-from docpilot_runtime.serve.security_headers import PAGE_POLICY, HeaderSettings
 from docpilot_runtime.settings.answer import AnswerSettings
+from docpilot_runtime.settings.bundle import BundleSettings, url_refusal
 from docpilot_runtime.settings.embedder import QueryEmbedderSettings
+from docpilot_runtime.settings.headers import PAGE_POLICY, HeaderSettings
 from docpilot_runtime.settings.index import IndexOptions, index_options
 from docpilot_runtime.settings.keys import OptionsError, unknown_key_message
+from docpilot_runtime.settings.limits import LimitSettings, parse_networks
+from docpilot_runtime.settings.metrics import MetricsSettings
 from docpilot_runtime.settings.providers import ProviderSettings, provider_settings
 from docpilot_runtime.settings.records import RecordsSettings
+from docpilot_runtime.settings.second_opinion import SecondOpinionSettings
 from docpilot_runtime.settings.tables import HTTP, SOCIAL, SOCIAL_TEMPLATE, TABLES
+from docpilot_runtime.settings.webhooks import WebhookSettings
 from docpilot_runtime.settings.widget import WIDGET_KEYS, WidgetOptions, widget_options
 from docpilot_runtime.shared.types import Limits
-from docpilot_runtime.sites.source import BundleSettings, check_url
 
 CONFIG_ENV = "DOCPILOT_CONFIG"
 
@@ -202,10 +202,9 @@ def _bundle(raw: Mapping[str, Any], file: Path) -> BundleSettings:
     checked = _table(raw, "bundle", file)
     url = checked.get("url", "")
     if url:
-        try:
-            check_url(url, checked.get("allow_http", False))
-        except ValueError as exc:
-            raise OptionsError(f"{file} {exc}") from None
+        refusal = url_refusal(url, checked.get("allow_http", False))
+        if refusal is not None:
+            raise OptionsError(f"{file} {refusal}")
     return BundleSettings(**checked)
 
 

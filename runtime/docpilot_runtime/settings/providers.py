@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from docpilot_runtime.providers.upstream import ENV_NAME
+from docpilot_runtime.settings.tables import ENV_NAME
 
 PROVIDER_KINDS = ("anthropic", "openai")
 DEFAULT_BASE_URLS = {
@@ -89,7 +89,7 @@ def provider_settings(table: Mapping[str, Any], where: str) -> ProviderSettings:
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
         raise ValueError(f"{where}: base_url must start with http:// or https://, got {base_url!r}")
     api_key_env = table.get("api_key_env", "")
-    if not isinstance(api_key_env, str) or (api_key_env and not ENV_NAME.fullmatch(api_key_env)):
+    if not isinstance(api_key_env, str) or not re.fullmatch(f"(?:{ENV_NAME})?", api_key_env):
         # Not quoted: a key pasted here by mistake must not end up in a log.
         raise ValueError(
             f"{where}: api_key_env must be the name of an environment variable "

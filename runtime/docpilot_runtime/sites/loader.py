@@ -15,13 +15,13 @@ import numpy as np
 
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.bundle.schema import Bundle
-from docpilot_runtime.embedders import Embedder, EmbedderError, EmbedderSpec, load_embedder
+from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
 from docpilot_runtime.retrieve.search import Searcher
 from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.scoring.dense import DenseChannel, DenseIndex
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
-from docpilot_runtime.settings.embedder import QueryEmbedderSettings
+from docpilot_runtime.settings.embedder import EmbedderSpec, QueryEmbedderSettings
 
 log = logging.getLogger("docpilot.retrieval")
 DEFAULT_EMBEDDER = QueryEmbedderSettings()  # the [embedder] defaults

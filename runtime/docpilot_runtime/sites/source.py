@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import os
@@ -43,12 +42,11 @@ from docpilot_runtime.bundle.read import parse_bundle
 from docpilot_runtime.bundle.schema import BUNDLE_DIR, BUNDLE_NAME, BundleError
 from docpilot_runtime.index.manifest import MANIFEST_FORMAT, MANIFEST_NAME
 from docpilot_runtime.retrieve.site import Site
+from docpilot_runtime.settings.bundle import BundleSettings, url_refusal
 from docpilot_runtime.settings.embedder import QueryEmbedderSettings
-from docpilot_runtime.settings.tables import BUNDLE
 
 log = logging.getLogger("docpilot.bundle")
 
-_DEFAULTS = BUNDLE.defaults()
 SIGNATURE_HEADER = "X-DocPilot-Signature"  # "sha256=" + hex HMAC of "<timestamp>.<body>"
 TIMESTAMP_HEADER = "X-DocPilot-Timestamp"  # Unix seconds, within SIGNATURE_MAX_AGE of now
 SIGNATURE_MAX_AGE = 300  # seconds: an older (or replayed) signed request is refused
@@ -57,16 +55,6 @@ BUNDLE_REL = f"{BUNDLE_DIR}/{BUNDLE_NAME}"
 MIKE_VERSIONS = "versions.json"
 
 
-@dataclass(frozen=True)
-class BundleSettings:
-    """The `[bundle]` table."""
-
-    url: str = _DEFAULTS["url"]
-    poll_seconds: float = _DEFAULTS["poll_seconds"]
-    reload_secret_env: str = _DEFAULTS["reload_secret_env"]
-    allow_http: bool = _DEFAULTS["allow_http"]
-    max_bytes: int = _DEFAULTS["max_bytes"]
-    timeout: float = _DEFAULTS["timeout"]
 
 
 @dataclass(frozen=True)
@@ -84,25 +72,13 @@ class SourceError(BundleError):
     """The source cannot be read (network, HTTP status, size); the message names it."""
 
 
-def is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_url(url: str, allow_http: bool) -> None:
     """https, or http on a loopback host or with ``allow_http``; else SourceError."""
-    scheme = urlsplit(url).scheme.lower()
-    if scheme == "https" or (scheme == "http" and (allow_http or is_loopback(url))):
-        return
-    raise SourceError(
-        f"[bundle] url {url!r}: must be https (http only on a loopback host, or with "
-        "allow_http = true)"
-    )
+    refusal = url_refusal(url, allow_http)
+    if refusal is not None:
+        raise SourceError(refusal)
 
 
 def _prefix_under(base: str, prefix: str) -> str:
@@ -373,7 +349,6 @@ def verify_signature(
 
 
 __all__ = [
-    "BundleSettings",
     "BundleSource",
     "Located",
     "SourceError",
