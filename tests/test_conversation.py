@@ -101,7 +101,7 @@ def test_follow_up_in_another_language_is_rescued_in_the_corpus_words(runtime: R
         # Not "et avec quelles variables d'environnement ?" after CONTAINER any more: since
         # the webhooks guide quotes `os.environ`, "environ" is that word's cognate and lies
         # outside the composed question's best units, so the rule refuses it (a known
-        # weakness, benchmarks/README.md "Conversations").
+        # weakness, benchmarks/docs/bench_conversation.md).
     ],
 )
 def test_follow_up_in_another_language_matched_by_cognates_is_rescued_in_hybrid_mode(
