@@ -39,6 +39,7 @@ ALL_SETS = (*HAND_SETS, *THREAD_SETS)
 # Each outside corpus's licence, recognised by a phrase of its text.
 LICENCES = {name: "Redistribution and use" for name in OUTSIDE_CORPORA} | {
     "textual": "MIT License",
+    "netbox": "Apache License",
 }
 
 
