@@ -40,6 +40,7 @@ ALL_SETS = (*HAND_SETS, *THREAD_SETS)
 LICENCES = {name: "Redistribution and use" for name in OUTSIDE_CORPORA} | {
     "textual": "MIT License",
     "netbox": "Apache License",
+    "hatch": "MIT License",
 }
 
 

@@ -100,7 +100,7 @@ def corpora() -> list[str]:
 # Sets in which every question was taken from a public thread (issue 23), not written: each
 # line's source is that thread's URL. They hold the first-turn kinds in both halves (follow-ups
 # only where a thread had a real one) and no thread has questions in both halves.
-THREAD_SETS = ("textual", "netbox")
+THREAD_SETS = ("textual", "netbox", "hatch")
 THREAD_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+")
 FIRST_TURN_KINDS = ("answerable", "near_miss", "unrelated")
 
