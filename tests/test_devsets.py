@@ -21,7 +21,7 @@ from corpora import EXAMPLE_SITE, MKDOCS_ENV, ROOT
 DEVSETS_DIR = ROOT / "benchmarks" / "devsets"
 CORPORA_DIR = ROOT / "benchmarks" / "corpora"
 OUTSIDE_CORPORA = ("httpx", "starlette", "uvicorn")
-ALL_SETS = ("example-site", *OUTSIDE_CORPORA)
+HAND_SETS = ("example-site", *OUTSIDE_CORPORA)  # sets with written questions (and follow-up sets)
 
 
 def _load_devsets() -> ModuleType:
@@ -34,6 +34,14 @@ def _load_devsets() -> ModuleType:
 
 
 devsets = _load_devsets()
+THREAD_SETS = devsets.THREAD_SETS  # every question from a public thread (issue 23)
+ALL_SETS = (*HAND_SETS, *THREAD_SETS)
+# Each outside corpus's licence, recognised by a phrase of its text.
+LICENCES = {name: "Redistribution and use" for name in OUTSIDE_CORPORA} | {
+    "textual": "MIT License",
+    "netbox": "Apache License",
+    "hatch": "MIT License",
+}
 
 
 def _example_site_config(work: Path) -> Path:
@@ -122,7 +130,7 @@ def test_halves_are_the_stratified_sha256_split(name: str, built_sites: dict[str
     assert devsets.check(built_sites[name], DEVSETS_DIR / name) == []
 
 
-@pytest.mark.parametrize("name", ALL_SETS)
+@pytest.mark.parametrize("name", HAND_SETS)
 def test_both_halves_hold_every_kind(name: str) -> None:
     for half in _halves(name):
         counts = devsets.counts(half)
@@ -133,7 +141,7 @@ def test_outside_sets_are_large_enough_and_mostly_answerable() -> None:
     items = [i for name in OUTSIDE_CORPORA for half in _halves(name) for i in half]
     answerable = sum(i.kind == devsets.ANSWERABLE for i in items)
     assert len(items) >= 250
-    every = [i for name in ALL_SETS for half in _halves(name) for i in half]
+    every = [i for name in HAND_SETS for half in _halves(name) for i in half]
     assert len(every) >= 300
     assert sum(i.kind == devsets.ANSWERABLE for i in every) / len(every) >= 0.5
     assert answerable / len(items) >= 0.45
@@ -144,10 +152,10 @@ def test_follow_ups_come_in_at_least_three_languages() -> None:
     assert len(langs - {"en"}) >= 3
 
 
-@pytest.mark.parametrize("name", OUTSIDE_CORPORA)
+@pytest.mark.parametrize("name", sorted(LICENCES))
 def test_each_corpus_ships_its_licence_and_pinned_source(name: str) -> None:
     folder = CORPORA_DIR / name
-    assert "Redistribution and use" in (folder / "LICENSE.md").read_text(encoding="utf-8")
+    assert LICENCES[name] in (folder / "LICENSE.md").read_text(encoding="utf-8")
     source = (folder / "SOURCE.md").read_text(encoding="utf-8")
     assert "Commit: `" in source and f"/{name}" in source
 
@@ -213,7 +221,7 @@ def _followup_halves(name: str) -> tuple[list[object], list[object]]:
 
 
 def test_every_corpus_has_a_follow_up_set() -> None:
-    assert sorted(ALL_SETS) == FOLLOWUP_SETS
+    assert sorted(HAND_SETS) == FOLLOWUP_SETS
 
 
 @pytest.mark.parametrize("name", FOLLOWUP_SETS)
@@ -248,3 +256,23 @@ def test_follow_up_set_is_mostly_in_other_languages() -> None:
     langs = {i.lang for i in items}
     assert len(langs - {"en"}) >= 5
     assert sum(i.lang != "en" for i in items) / len(items) >= 0.9
+
+
+@pytest.mark.parametrize("name", THREAD_SETS)
+def test_thread_set_comes_from_threads_split_by_thread(name: str) -> None:
+    tune, test = _halves(name)
+    assert all(devsets.THREAD_URL.fullmatch(i.source) for i in tune + test)
+    assert devsets.threads_in_both_halves(tune, test) == []
+    for half in (tune, test):
+        counts = devsets.counts(half)
+        assert all(counts[kind] > 0 for kind in devsets.FIRST_TURN_KINDS), counts
+
+
+@pytest.mark.parametrize("name", THREAD_SETS)
+def test_thread_set_is_large_with_real_negatives(name: str) -> None:
+    items = [i for half in _halves(name) for i in half]
+    counts = devsets.counts(items)
+    assert len(items) >= 80
+    assert counts["near_miss"] >= 15 and counts["unrelated"] >= 15, counts
+    uncovered = sum(not i.expect_pages for i in items)
+    assert uncovered / len(items) >= 0.35

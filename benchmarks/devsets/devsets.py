@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -94,6 +95,19 @@ def load(name_or_dir: str | Path, split: str) -> list[Item]:
 def corpora() -> list[str]:
     """Names of the sets that live beside this module."""
     return sorted(p.name for p in HERE.iterdir() if (p / "tune.jsonl").is_file())
+
+
+# Sets in which every question was taken from a public thread (issue 23), not written: each
+# line's source is that thread's URL. They hold the first-turn kinds in both halves (follow-ups
+# only where a thread had a real one) and no thread has questions in both halves.
+THREAD_SETS = ("textual", "netbox", "hatch")
+THREAD_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+")
+FIRST_TURN_KINDS = ("answerable", "near_miss", "unrelated")
+
+
+def threads_in_both_halves(tune: Iterable[Item], test: Iterable[Item]) -> list[str]:
+    """Thread URLs with questions in both halves (a real set is split by thread)."""
+    return sorted({i.source for i in tune} & {i.source for i in test} - {"written"})
 
 
 FOLLOWUPS = HERE / "followups"
@@ -180,6 +194,13 @@ def check(site_dir: Path, directory: Path) -> list[str]:
                 f"{directory}: {name}.jsonl is not the stratified sha256 split "
                 "of the set (write it with write_split)"
             )
+    if directory.name in THREAD_SETS:
+        for url in threads_in_both_halves(halves["tune"], halves["test"]):
+            problems.append(f"{directory}: thread {url} has questions in both halves")
+        for item in everything:
+            if not THREAD_URL.fullmatch(item.source):
+                problems.append(f"{directory}: {item.question!r} has source {item.source!r}, "
+                                "not a GitHub issue, pull request or discussion URL")
     return problems
 
 
