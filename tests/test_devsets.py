@@ -22,6 +22,7 @@ DEVSETS_DIR = ROOT / "benchmarks" / "devsets"
 CORPORA_DIR = ROOT / "benchmarks" / "corpora"
 OUTSIDE_CORPORA = ("httpx", "starlette", "uvicorn")
 ALL_SETS = ("example-site", *OUTSIDE_CORPORA)
+THREAD_SETS = ("traefik", "headscale", "1panel")  # see devsets.THREAD_SETS
 
 
 def _load_devsets() -> ModuleType:
@@ -51,7 +52,7 @@ def _example_site_config(work: Path) -> Path:
 def built_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Every dev-set corpus built once, by set name (the four builds run side by side)."""
     sites, builds = {}, []
-    for name in ALL_SETS:
+    for name in (*ALL_SETS, *THREAD_SETS):
         work = tmp_path_factory.mktemp(f"devset-{name}")
         if name == "example-site":
             config = _example_site_config(work)
@@ -85,7 +86,7 @@ def _halves(name: str) -> tuple[list[object], list[object]]:
 
 
 def test_every_set_beside_the_module_is_checked() -> None:
-    assert devsets.corpora() == sorted(ALL_SETS)
+    assert devsets.corpora() == sorted((*ALL_SETS, *THREAD_SETS))
 
 
 @pytest.mark.parametrize("name", ALL_SETS)
@@ -248,3 +249,45 @@ def test_follow_up_set_is_mostly_in_other_languages() -> None:
     langs = {i.lang for i in items}
     assert len(langs - {"en"}) >= 5
     assert sum(i.lang != "en" for i in items) / len(items) >= 0.9
+
+
+# The sets made wholly from public threads (issue 23), with their pinned corpora.
+THREAD_LICENCES = {"traefik": "MIT License", "headscale": "BSD 3-Clause", "1panel": "GNU GENERAL PUBLIC"}
+UNCOVERED = ("near_miss", "unrelated", "followup_unrelated")
+
+
+def test_thread_set_names_match_the_module() -> None:
+    assert devsets.THREAD_SETS == THREAD_SETS == tuple(THREAD_LICENCES)
+
+
+@pytest.mark.parametrize("name", THREAD_SETS)
+def test_thread_set_is_the_split_with_existing_gold_pages(
+    name: str, built_sites: dict[str, Path]
+) -> None:
+    assert devsets.check(built_sites[name], DEVSETS_DIR / name) == []
+
+
+@pytest.mark.parametrize("name", THREAD_SETS)
+def test_every_thread_set_question_cites_its_thread(name: str) -> None:
+    tune, test = _halves(name)
+    assert devsets.thread_source_problems(tune + test) == []
+
+
+@pytest.mark.parametrize("name", THREAD_SETS)
+def test_thread_set_is_large_and_a_third_uncovered(name: str) -> None:
+    tune, test = _halves(name)
+    items = tune + test
+    assert len(items) >= 80
+    assert sum(i.kind in UNCOVERED for i in items) / len(items) >= 0.35
+    for half in (tune, test):
+        counts = devsets.counts(half)
+        assert all(counts[k] > 0 for k in ("answerable", "near_miss", "unrelated")), counts
+        assert counts["after_refusal"] == 0
+
+
+@pytest.mark.parametrize("name", THREAD_SETS)
+def test_thread_set_corpus_ships_its_licence_and_pinned_source(name: str) -> None:
+    folder = CORPORA_DIR / name
+    assert THREAD_LICENCES[name] in (folder / "LICENSE.md").read_text(encoding="utf-8")
+    source = (folder / "SOURCE.md").read_text(encoding="utf-8")
+    assert "Commit: `" in source and "Licence:" in source

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -104,6 +105,25 @@ def followup_sets() -> list[str]:
     """Corpora with a follow-up set in ``followups/<corpus>/`` (follow-ups only, most in
     languages other than the corpus's, split by the same rule, reported on their own)."""
     return sorted(p.name for p in FOLLOWUPS.iterdir() if (p / "tune.jsonl").is_file())
+
+
+# Sets made wholly from public threads (issue 23): every question, negatives included, cites the
+# issue, pull request or discussion it was taken from. Follow-ups appear only where a thread had
+# the asker's next message, and there are no after_refusal turns (no thread holds one).
+THREAD_SETS = ("traefik", "headscale", "1panel")
+THREAD_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+")
+MULTILINGUAL = HERE / "multilingual"
+
+
+def thread_source_problems(items: Iterable[Item]) -> list[str]:
+    """Questions of a thread set whose ``source`` is not a GitHub thread URL."""
+    return [f"{i.question[:60]!r}: source {i.source!r}" for i in items
+            if not THREAD_URL.fullmatch(i.source)]
+
+
+def multilingual_sets() -> list[str]:
+    """Corpora with real non-English questions in ``multilingual/<corpus>/`` (issue 23 point 4)."""
+    return sorted(p.name for p in MULTILINGUAL.iterdir() if (p / "tune.jsonl").is_file())
 
 
 def missing_pages(items: Iterable[Item], site_dir: Path) -> list[str]:
