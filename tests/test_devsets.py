@@ -291,3 +291,15 @@ def test_thread_set_corpus_ships_its_licence_and_pinned_source(name: str) -> Non
     assert THREAD_LICENCES[name] in (folder / "LICENSE.md").read_text(encoding="utf-8")
     source = (folder / "SOURCE.md").read_text(encoding="utf-8")
     assert "Commit: `" in source and "Licence:" in source
+
+
+@pytest.mark.parametrize("name", devsets.multilingual_sets())
+def test_multilingual_set_is_real_non_english_questions_on_an_english_site(
+    name: str, built_sites: dict[str, Path]
+) -> None:
+    # Questions asked in another language about an English site (issue 23, point 4).
+    folder = devsets.MULTILINGUAL / name
+    assert devsets.check(built_sites[name], folder) == []
+    items = devsets.load(folder, "tune") + devsets.load(folder, "test")
+    assert items and all(i.lang != "en" for i in items)
+    assert devsets.thread_source_problems(items) == []
