@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,9 @@ LICENCES = {name: "Redistribution and use" for name in OUTSIDE_CORPORA} | {
     "textual": "MIT License",
     "netbox": "Apache License",
     "hatch": "MIT License",
+    "traefik": "MIT License",
+    "headscale": "BSD 3-Clause",
+    "1panel": "GNU GENERAL PUBLIC",
 }
 
 
@@ -266,6 +270,7 @@ def test_thread_set_comes_from_threads_split_by_thread(name: str) -> None:
     for half in (tune, test):
         counts = devsets.counts(half)
         assert all(counts[kind] > 0 for kind in devsets.FIRST_TURN_KINDS), counts
+        assert counts["after_refusal"] == 0
 
 
 @pytest.mark.parametrize("name", THREAD_SETS)
@@ -276,3 +281,22 @@ def test_thread_set_is_large_with_real_negatives(name: str) -> None:
     assert counts["near_miss"] >= 15 and counts["unrelated"] >= 15, counts
     uncovered = sum(not i.expect_pages for i in items)
     assert uncovered / len(items) >= 0.35
+
+
+@pytest.mark.parametrize("name", THREAD_SETS)
+def test_thread_set_corpus_names_its_pinned_commit_and_licence(name: str) -> None:
+    source = (CORPORA_DIR / name / "SOURCE.md").read_text(encoding="utf-8")
+    assert re.search(r"^- Commit: `[0-9a-f]{40}`", source, re.M), name
+    assert re.search(r"^- Licence: ", source, re.M), name
+
+
+@pytest.mark.parametrize("name", devsets.multilingual_sets())
+def test_multilingual_set_is_real_non_english_questions_on_an_english_site(
+    name: str, built_sites: dict[str, Path]
+) -> None:
+    # Questions asked in another language about an English site (issue 23, point 4).
+    folder = devsets.MULTILINGUAL / name
+    assert devsets.check(built_sites[name], folder) == []
+    items = devsets.load(folder, "tune") + devsets.load(folder, "test")
+    assert items and all(i.lang != "en" for i in items)
+    assert devsets.thread_source_problems(items) == []

@@ -99,10 +99,12 @@ def corpora() -> list[str]:
 
 # Sets in which every question was taken from a public thread (issue 23), not written: each
 # line's source is that thread's URL. They hold the first-turn kinds in both halves (follow-ups
-# only where a thread had a real one) and no thread has questions in both halves.
-THREAD_SETS = ("textual", "netbox", "hatch")
+# only where a thread had a real one; no after_refusal, no thread holds one) and no thread has
+# questions in both halves.
+THREAD_SETS = ("textual", "netbox", "hatch", "traefik", "headscale", "1panel")
 THREAD_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull|discussions)/\d+")
 FIRST_TURN_KINDS = ("answerable", "near_miss", "unrelated")
+MULTILINGUAL = HERE / "multilingual"
 
 
 def threads_in_both_halves(tune: Iterable[Item], test: Iterable[Item]) -> list[str]:
@@ -118,6 +120,17 @@ def followup_sets() -> list[str]:
     """Corpora with a follow-up set in ``followups/<corpus>/`` (follow-ups only, most in
     languages other than the corpus's, split by the same rule, reported on their own)."""
     return sorted(p.name for p in FOLLOWUPS.iterdir() if (p / "tune.jsonl").is_file())
+
+
+def thread_source_problems(items: Iterable[Item]) -> list[str]:
+    """Questions of a thread set whose ``source`` is not a GitHub thread URL."""
+    return [f"{i.question[:60]!r}: source {i.source!r}" for i in items
+            if not THREAD_URL.fullmatch(i.source)]
+
+
+def multilingual_sets() -> list[str]:
+    """Corpora with real non-English questions in ``multilingual/<corpus>/`` (issue 23 point 4)."""
+    return sorted(p.name for p in MULTILINGUAL.iterdir() if (p / "tune.jsonl").is_file())
 
 
 def missing_pages(items: Iterable[Item], site_dir: Path) -> list[str]:
