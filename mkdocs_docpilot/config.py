@@ -1,7 +1,7 @@
 """The plugin's options under `- docpilot:` in mkdocs.yml.
 
 Names and defaults come from `docpilot_runtime.settings.tables.PLUGIN` (the one source;
-`tests/test_settings.py` holds this class equal to it). MkDocs checks the types here;
+`tests/settings/test_settings.py` holds this class equal to it). MkDocs checks the types here;
 DocPilot checks the rest (ranges, names, URL schemes) with the same schema as the
 settings file, so the two cannot disagree.
 """

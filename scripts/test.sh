@@ -28,11 +28,8 @@ trap 'bash scripts/postgres.sh stop' EXIT
 .venv/bin/mypy
 # The browser/edge core's tests under Pyodide in Node; a failure stops the command here.
 timeout 600 node tools/pyodide/run-tests.mjs
-# The browser tests run in their own session: Playwright's sync API keeps an event loop
-# on the main thread, which the other tests' asyncio.run must not share.
-.venv/bin/python -m pytest --ignore=tests/browser "$@"
-if [ -d tests/browser ]; then
-  .venv/bin/python -m pytest tests/browser "$@"
-fi
+# Every Python test, as a plain `pytest` from the root runs them (tests/chromium/conftest.py
+# puts the Chromium tests last: Playwright's sync API keeps an event loop on the main thread).
+.venv/bin/python -m pytest "$@"
 # Every benchmark at its smallest size: they complete and print their tables (no timing asserts).
 .venv/bin/python benchmarks/run --quick

@@ -16,7 +16,7 @@ Two files:
   language (kept in the repository, not shipped);
 * ``runtime/docpilot_runtime/function_words.json``: those words as the tokenizer spells
   them, the form the runtime and the browser compare with, so neither tokenizes ten
-  thousand words on the first follow-up. ``tests/test_conversation.py`` holds the two
+  thousand words on the first follow-up. ``tests/retrieve/test_conversation.py`` holds the two
   files equal under the current tokenizer: when it changes, re-run this script.
 
     .venv/bin/pip install -e '.[function-words]'   # stop-words 2025.11.4

@@ -15,14 +15,14 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const WHEELS = join(ROOT, ".cache", "pyodide-wheels");
 // The shared core's tests: none needs numpy, MkDocs or a built site.
 const CORE_TESTS = [
-  "tests/test_credentials.py",
-  "tests/test_social.py",
-  "tests/test_screening.py",
-  "tests/test_validate.py",
-  "tests/test_memory.py",
-  "tests/test_gate.py",
-  "tests/test_tokenize.py",
-  "tests/test_markdown_tree.py",
+  "tests/screen/test_credentials.py",
+  "tests/screen/test_social.py",
+  "tests/screen/test_screening.py",
+  "tests/check/test_validate.py",
+  "tests/answer/test_memory.py",
+  "tests/retrieve/test_gate.py",
+  "tests/retrieve/test_tokenize.py",
+  "tests/check/test_markdown_tree.py",
   "tests/pyodide",
 ];
 

@@ -8,7 +8,7 @@
 // with and without a secret and asks two static-mode questions, then prints, one a line,
 // every module loaded from the standard library's zip. With a second argument, Pyodide
 // boots with that zip instead of its own (stdLibURL), and the same steps must succeed:
-// that is the check that a reduced zip is enough (tests/test_static_assets.py runs it).
+// that is the check that a reduced zip is enough (tests/browser/test_static_assets.py runs it).
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { loadPyodide } from "pyodide";

@@ -51,7 +51,7 @@ _logger = logging.getLogger("docpilot.browser")
 
 PYODIDE_VERSION = pyodide_core.PYODIDE_VERSION
 # The `info` of that version's own pyodide-lock.json: Pyodide refuses a lock file whose
-# ABI differs from its own (tests/test_static_assets.py compares it with node_modules).
+# ABI differs from its own (tests/browser/test_static_assets.py compares it with node_modules).
 PYODIDE_LOCK_INFO = {
     "abi_version": "2026_0",
     "arch": "wasm32",

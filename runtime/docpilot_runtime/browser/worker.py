@@ -2,7 +2,7 @@
 
 Static mode answers with no server at all: the turn core (``retrieval``) over the
 pure-Python BM25+ scorer, with no model, so a turn is the server's lexical mode
-exactly (``tests/test_static_assets.py`` holds the two equal over the whole dev set).
+exactly (``tests/browser/test_static_assets.py`` holds the two equal over the whole dev set).
 
 Pure Python, and neither numpy nor msgpack: static mode reads ``docpilot/static.json``,
 the bundle minus its vectors as JSON (``bundle.encode_static``, written at build

@@ -3,7 +3,7 @@
 General-knowledge and everyday questions across many subjects and several
 languages. They are never tuned to a corpus: every site is calibrated against the
 same list, plus word salads drawn from its own vocabulary (see ``calibrate``). None of
-them may be a dev-set question or one with a word replaced (``tests/test_gate_probes.py``):
+them may be a dev-set question or one with a word replaced (``tests/retrieve/test_gate_probes.py``):
 the gate would then be measured on what it was calibrated with.
 """
 

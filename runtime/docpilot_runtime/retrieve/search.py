@@ -4,7 +4,7 @@ Numpy-free and parameterised by its scorers: the server plugs in the numpy BM25+
 scorer (``scoring.lexical_numpy``) and the dense scan (``scoring.dense.DenseChannel``,
 see ``sites.loader``); the browser plugs in the pure-Python scorer (``retrieve.lexical``).
 Both run the same code below, so server lexical mode and static mode give the same
-result by construction (``tests/test_static_assets.py`` checks it over the whole dev set).
+result by construction (``tests/browser/test_static_assets.py`` checks it over the whole dev set).
 
 Both channels run when there is a dense one: BM25+ over the units' text, title and
 breadcrumb, and a Hamming scan of the 1-bit vectors rescored with the float query.

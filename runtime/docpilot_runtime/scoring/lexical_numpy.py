@@ -2,7 +2,7 @@
 
 Same arithmetic in the same order as the pure-Python reference (per unit, terms are
 added in query order, each contribution computed identically in float64), so the two
-give the same scores and the same ranking; `tests/test_retrieval.py` holds them to it.
+give the same scores and the same ranking; `tests/retrieve/test_retrieval.py` holds them to it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 This module is the one source of names, defaults, ranges and docs. The dataclasses that
 carry the values (`IndexOptions`, `WidgetOptions`, `Settings`' parts), the MkDocs
 `config.py`, the widget's JS defaults and the reference pages are held equal to it by
-`tests/test_settings.py`; the reference tables are generated from it
+`tests/settings/test_settings.py`; the reference tables are generated from it
 (`python -m docpilot_runtime.settings.docs`).
 
 Adding a key: one `Key(name, kind, default, doc, low=/high=/choices=/prefixes=)` line in

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpora import ROOT
 from docpilot_runtime.embedders import EMBEDDER_NAMES
 from docpilot_runtime.index.units import DEFAULT_MAX_SECTION_CHARS
 from docpilot_runtime.records import RecordsSettings
@@ -47,7 +48,6 @@ from docpilot_runtime.settings.tables import EMBEDDER_NAMES as SCHEMA_EMBEDDER_N
 from docpilot_runtime.settings.widget import WidgetOptions
 from docpilot_runtime.shared.types import Limits
 
-ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "example-site" / "docs" / "reference"
 PROVIDER_OK = 'kind = "openai"\nmodel = "m"\n'
 

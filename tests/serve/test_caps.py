@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from corpora import ROOT
 from docpilot_runtime.limits.caps import WINDOW_SECONDS, MemoryCaps, TokenBuckets, client_address
 from docpilot_runtime.serve.app import build_app
 from docpilot_runtime.settings.limits import LimitSettings, parse_networks
@@ -324,7 +325,7 @@ def test_public_usage_puts_provider_model_and_cost_in_the_result(serve: Serve) -
 
 
 def test_the_complete_example_of_the_settings_reference_loads(tmp_path: Path) -> None:
-    page = Path(__file__).parent.parent / "example-site/docs/reference/runtime-settings.md"
+    page = ROOT / "example-site/docs/reference/runtime-settings.md"
     example = page.read_text(encoding="utf-8").split('```toml title="docpilot.toml"\n', 1)[1]
     settings = load_settings(write_settings(tmp_path, example.split("```", 1)[0]))
     assert settings.caps.daily_spend_micro_usd == 5_000_000

@@ -121,7 +121,7 @@ def lexical_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ]
     path = work / "mkdocs.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    # Not conftest's mkdocs_build: `from conftest import` may find tests/browser/conftest.py.
+    # Not conftest's mkdocs_build: `from conftest import` may find tests/chromium/conftest.py.
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
     command = [sys.executable, "-m", "mkdocs", "build", "-f", str(path)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=work)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from anchors import assert_units_land_on_real_anchors
 from corpora import SiteFactory, mkdocs_build
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.bundle.schema import bundle_path
@@ -19,7 +20,6 @@ from docpilot_runtime.embedders import load_embedder
 from docpilot_runtime.index.build import BuildError, collect_pages, index_site
 from docpilot_runtime.settings.embedder import EmbedderSpec
 from docpilot_runtime.settings.index import IndexOptions
-from lxml import html as lxml_html
 
 PAGES = {
     "index.md": "# Welcome\n\nThe product overview. It explains the widget.\n\n## Install\n\npip install it.\n",
@@ -37,29 +37,10 @@ PAGES = {
 }
 
 
-def anchors_of(page_file: Path) -> set[str]:
-    tree = lxml_html.fromstring(page_file.read_bytes())
-    return {str(i) for i in tree.xpath("//@id")}
 
 
-def page_file(site: Path, url: str) -> Path:
-    rel = url.lstrip("/")
-    return site / (rel + "index.html" if rel == "" or rel.endswith("/") else rel)
 
 
-def assert_units_land_on_real_anchors(site: Path) -> None:
-    bundle = load_bundle(site)
-    page_ids = {p.url: p.ids for p in bundle.pages}
-    assert bundle.units, "the bundle has no units"
-    for unit in bundle.units:
-        url, _, anchor = unit.url.partition("#")
-        built = page_file(site, url)
-        assert built.exists(), f"{unit.id}: no built page at {built}"
-        if anchor:
-            assert anchor in anchors_of(built), f"{unit.id}: #{anchor} not in {built}"
-            assert anchor in page_ids[url], f"{unit.id}: #{anchor} missing from the page set"
-        assert unit.id == unit.url or unit.id.startswith(unit.url + "~")
-    assert len({u.id for u in bundle.units}) == len(bundle.units), "unit ids are not unique"
 
 
 def test_plugin_build_writes_units_on_real_anchors(make_site: SiteFactory) -> None:

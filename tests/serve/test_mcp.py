@@ -31,16 +31,16 @@ from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.settings.providers import ProviderSettings
 from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.turn import load_runtime
+from i18n_sites import _site as i18n_site
+from i18n_sites import build_project_per_language
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from servers.openai_chat import OpenAIChatServer, answer_reply
 from servers.runtime import RunningServer, example_settings, serve_app
 from servers.runtime import example_server as example_server  # session fixture
-from test_languages import _site as i18n_site
-from test_languages import build_project_per_language
-from test_versions import QUESTION as VERSIONS_QUESTION
-from test_versions import versioned_site as versioned_site  # module fixture (mike)
+from versioned_sites import QUESTION as VERSIONS_QUESTION
+from versioned_sites import versioned_site as versioned_site  # module fixture (mike)
 
 
 def _aws_pair(seed: int) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from corpora import ROOT
 from docpilot_runtime.records import (
     Recorder,
     RecordsError,
@@ -234,7 +235,7 @@ def test_a_receiver_slow_once_gets_the_event_again_and_processes_it_once(
 
 # ---------------------------------------------------------------- the documented receiver
 
-GUIDE = Path(__file__).resolve().parents[1] / "example-site/docs/guides/records-and-reports.md"
+GUIDE = ROOT / "example-site/docs/guides/records-and-reports.md"
 
 
 def documented_receiver(port: int) -> str:

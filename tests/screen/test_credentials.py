@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from docpilot_runtime.screen.credentials import CredentialMatch, credential_reply, find_credential
 
-CASES = Path(__file__).resolve().parent.parent / "benchmarks" / "credentials" / "cases.jsonl"
+# (no `corpora` import: these tests also run under Pyodide, which has no yaml)
+CASES = Path(__file__).resolve().parents[2] / "benchmarks" / "credentials" / "cases.jsonl"
 _rng = random.Random(7)
 ALNUM = string.ascii_letters + string.digits
 HEX = "0123456789abcdef"

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
+from corpora import ROOT
 from docpilot_runtime.evaluate.questions import EvalMode, load_questions
 from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime
 from docpilot_runtime.reply.results import ask_without_model
@@ -31,7 +32,7 @@ from docpilot_runtime.turn import Runtime
 PROXY = "How do I run the runtime behind a reverse proxy?"
 CONTAINER = "How do I deploy the runtime in a container?"
 STATIC = "How do I turn on static mode?"
-TOOLS = Path(__file__).resolve().parents[1] / "tools" / "function_words"
+TOOLS = ROOT / "tools" / "function_words"
 
 
 @pytest.fixture(scope="module", params=["bundle", "lexical"])
@@ -175,7 +176,7 @@ def test_cognates_fold_accents_and_share_all_but_one_letter_of_the_corpus_word(
     assert cognates.of("ab") is None  # too short to tell a cognate from chance
 
 
-DEVSET = Path(__file__).resolve().parents[1] / "benchmarks" / "devsets" / "example-site"
+DEVSET = ROOT / "benchmarks" / "devsets" / "example-site"
 
 
 def test_example_site_test_half_no_uncovered_question_is_carried_by_a_covered_turn(

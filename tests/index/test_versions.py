@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
-import tarfile
 from pathlib import Path
 
-import pytest
 import yaml
-from corpora import MKDOCS_ENV, mkdocs_build
+from corpora import mkdocs_build
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.evaluate.questions import load_questions
 from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime
@@ -25,53 +21,9 @@ from docpilot_runtime.settings.bundle import BundleSettings
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.turn import Runtime, load_runtime
+from i18n_sites import _site as i18n_site
 from servers.static_host import StaticHost
-from test_languages import _site as i18n_site
-
-V1 = ("# Storage\n\nWhere DocPilot keeps its files.\n\n## Embedding cache\n\n"
-      "Version one keeps the embedding cache in the project folder under .cache/docpilot, "
-      "which mkdocs build --clean removes.\n")
-V2 = ("# Storage\n\nWhere DocPilot keeps its files.\n\n## Embedding cache\n\n"
-      "Version two keeps the embedding cache in the user cache directory under "
-      "XDG_CACHE_HOME, which no clean build removes.\n")
-QUESTION = "Where is the embedding cache kept?"
-
-
-def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
-
-
-def mike(repo: Path, *args: str) -> None:
-    """mike's own command (it runs `mkdocs build` from PATH: this interpreter's)."""
-    scripts = Path(sys.executable).parent
-    env = {**MKDOCS_ENV, "PATH": f"{scripts}{os.pathsep}{MKDOCS_ENV.get('PATH', '')}"}
-    done = subprocess.run([str(scripts / "mike"), *args], cwd=repo, env=env,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
-@pytest.fixture(scope="module")
-def versioned_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Versions 1.0 and 2.0 (alias latest) deployed by mike, checked out of gh-pages."""
-    repo = tmp_path_factory.mktemp("mike")
-    config = {"site_name": "Versions", "theme": {"name": "mkdocs"},
-              "plugins": [{"docpilot": {"cache_dir": str(repo.parent / "mike-cache")}}]}
-    (repo / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    (repo / "docs").mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "docs@example.com")
-    git(repo, "config", "user.name", "Docs")
-    for version, text, extra in (("1.0", V1, []), ("2.0", V2, ["latest"])):
-        (repo / "docs" / "index.md").write_text(text, encoding="utf-8")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", f"docs {version}")
-        mike(repo, "deploy", "--alias-type", "redirect", version, *extra)
-    archive = repo.parent / "gh-pages.tar"
-    git(repo, "archive", "-o", str(archive), "gh-pages")
-    out = repo.parent / "published"
-    with tarfile.open(archive) as tar:
-        tar.extractall(out, filter="data")
-    return out
+from versioned_sites import QUESTION, V1, git, mike  # module fixture (mike)
 
 
 def ask(runtime: Runtime, page: str) -> tuple[str, list[str], str]:

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from anchors import anchors_of, assert_units_land_on_real_anchors
 from docpilot_runtime.bundle.read import load_bundle
-from test_build import anchors_of, assert_units_land_on_real_anchors
 
 ZENSICAL = Path(sys.executable).parent / "zensical"
 

@@ -2,7 +2,7 @@
 `history[]` field of a request to a running runtime (uvicorn) whose scripted Anthropic
 provider records every request body must reach neither that provider nor any log line, and
 the turn goes on; in `question` or `quote` they settle it as `credential` with no call.
-The secrets and the request shapes are those of tests/test_screening.py."""
+The secrets and the request shapes are those of tests/screen/test_screening.py."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import pytest
 from docpilot_runtime.providers import ProviderSettings
 from docpilot_runtime.serve.app import create_app
 from docpilot_runtime.settings.load import Settings
+from secrets_in_requests import PLACES, QUESTION, SECRETS, _body
 from servers.anthropic_messages import AnthropicServer, answer_reply
 from servers.runtime import NO_CAPS, serve_app
-from test_screening import PLACES, QUESTION, SECRETS, _body
 
 
 @pytest.fixture
