@@ -22,7 +22,7 @@ def _default(name: str) -> Any:
 
 class DocPilotConfig(Config):  # type: ignore[no-untyped-call]
     enabled = c.Type(bool, default=_default("enabled"))
-    # A name (settings_schema.EMBEDDER_NAMES) or a table: checked by docpilot_runtime.
+    # A name (settings.tables.EMBEDDER_NAMES) or a table: checked by docpilot_runtime.
     embedder = c.Type((str, dict), default=_default("embedder"))
     max_section_chars = c.Type(int, default=_default("max_section_chars"))
     exclude = c.ListOfItems(c.Type(str), default=_default("exclude"))

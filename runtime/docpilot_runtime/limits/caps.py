@@ -2,7 +2,7 @@
 
 `Caps` is the interface the HTTP app talks to; `MemoryCaps` keeps the counts in this
 process. Several processes serving one site share them through the records database
-with `caps_shared.DatabaseCaps` (`[limits] shared = true`); nothing else changes.
+with `limits.shared.DatabaseCaps` (`[limits] shared = true`); nothing else changes.
 
 Rates are token buckets: a cap of N answers per minute lets a burst of N through, then
 one every 60/N seconds, so "N per minute" holds over any minute-long window. A bucket

@@ -1,7 +1,7 @@
 """The BM25+ index: built once, stored as binary blocks, scored in pure Python.
 
 Pure Python (``array`` and ``math`` only) because this is the reference scorer that
-also runs in the browser under Pyodide; ``lexical_numpy`` scores the same blocks
+also runs in the browser under Pyodide; ``scoring.lexical_numpy`` scores the same blocks
 faster on the server and a test holds the two to the same ranking.
 
 Variant: BM25+ (Lv & Zhai 2011) over one weighted field, the way MiniSearch scores

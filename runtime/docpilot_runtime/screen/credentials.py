@@ -11,9 +11,10 @@ network-free, and costs tens of microseconds for an ordinary question.
 Three tiers, most specific first; the first tier with a finding wins, and within a tier the
 leftmost finding:
 
-The rules are data (`credential_rules.json`, typed by `credential_patterns`): vendor formats,
-placeholder and name vocabularies, in every language; this module is the engine that applies
-them. `screen_request` runs it over every field of a request a reader controls.
+The rules are data (`credential_rules.json`, typed by `credential_rules`): vendor formats,
+placeholder and name vocabularies, in every language; the engine that applies them is this
+module with `formats` (tiers 1-2), `named` (tier 3), `values` and `normalise`.
+`screen_request` runs it over every field of a request a reader controls.
 
 1. Vendor formats (`token_formats` in the rules): prefixed keys such as `ghp_…`,
    `sk-proj-…`, `AKIA…`, webhook URLs, and a few keys recognised by their name (an AWS secret
