@@ -276,11 +276,16 @@ def test_thread_set_comes_from_threads_split_by_thread(name: str) -> None:
 @pytest.mark.parametrize("name", THREAD_SETS)
 def test_thread_set_is_large_with_real_negatives(name: str) -> None:
     items = [i for half in _halves(name) for i in half]
-    counts = devsets.counts(items)
     assert len(items) >= 80
-    assert counts["near_miss"] >= 15 and counts["unrelated"] >= 15, counts
     uncovered = sum(not i.expect_pages for i in items)
     assert uncovered / len(items) >= 0.35
+
+
+def test_thread_sets_hold_forty_off_topic_and_forty_near_misses_in_each_half() -> None:
+    # Enough for a goal of 0.95 to be measurable on the pooled real halves (issue 23).
+    for index in (0, 1):
+        pooled = devsets.counts(i for name in THREAD_SETS for i in _halves(name)[index])
+        assert pooled["near_miss"] >= 40 and pooled["unrelated"] >= 40, (index, pooled)
 
 
 @pytest.mark.parametrize("name", THREAD_SETS)

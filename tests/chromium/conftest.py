@@ -48,14 +48,15 @@ from starlette.routing import Route
 CHROMIUM = Path("/usr/bin/chromium")
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture scope
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test here that drives Chromium (through the `page` fixture) is `browser`, and
     runs after all the others: Playwright's sync API keeps an event loop running in the
     main thread until the session ends, and `asyncio.run` refuses to start under it."""
-    here = Path(__file__).parent
+    here = Path(__file__).resolve().parent
     browser = []
     for item in items:
-        if here in Path(str(item.fspath)).parents and "page" in getattr(item, "fixturenames", ()):
+        if here in item.path.resolve().parents and "page" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
             browser.append(item)
     items[:] = [item for item in items if item not in browser] + browser

@@ -279,7 +279,7 @@ def test_python_workers_entry_answers_under_pyodide(example_site: Path, tmp_path
     worker = tmp_path / "worker"
     shutil.copytree(DEPLOY / "cloudflare", worker)
     _run(f"bash {worker / 'prepare.sh'} {example_site}", tmp_path, {"PATH": "/usr/bin:/bin"})
-    assert (worker / "src" / "docpilot_runtime" / "browser.py").is_file()
+    assert (worker / "src" / "docpilot_runtime" / "browser" / "worker.py").is_file()
     config = (worker / "wrangler.toml").read_text(encoding="utf-8")
     assert 'main = "src/entry.py"' in config and '"python_workers"' in config
     requests = [
