@@ -4,6 +4,7 @@ site, and publishes on a version tag with trusted publishing."""
 
 from __future__ import annotations
 
+import email
 import re
 import subprocess
 import tarfile
@@ -12,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import trove_classifiers
 from corpora import ROOT
 from docpilot_runtime.pyodide_core import PYODIDE_VERSION, SITE_FILES
 from fresh_install import check_dist
@@ -139,3 +141,33 @@ def test_check_dist_refuses_distributions_of_another_version_than_the_tag(
     assert check_dist.main([str(release_build.dist), "--tag", "v999.0.0"]) == 1
     assert "is not version 999.0.0 (tag v999.0.0)" in capsys.readouterr().err
 
+
+def test_wheel_metadata_has_the_license_urls_classifiers_and_keywords(
+    release_build: ReleaseBuild,
+) -> None:
+    with zipfile.ZipFile(release_build.wheel) as wheel:
+        (metadata_name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = email.message_from_bytes(wheel.read(metadata_name))
+        license_text = wheel.read(metadata_name.replace("METADATA", "licenses/LICENSE")).decode()
+    assert metadata["License-Expression"] == "MIT" and metadata["License-File"] == "LICENSE"
+    assert license_text.startswith("MIT License") and "WITHOUT WARRANTY" in license_text
+    assert license_text == (ROOT / "LICENSE").read_text(encoding="utf-8")
+    urls = dict(u.split(", ", 1) for u in metadata.get_all("Project-URL"))
+    assert set(urls) == {"Homepage", "Repository", "Documentation", "Issues", "Changelog"}
+    assert all(u.startswith(urls["Repository"]) for u in urls.values()), urls
+    classifiers = metadata.get_all("Classifier")
+    unknown = set(classifiers) - trove_classifiers.classifiers
+    assert not unknown, f"PyPI refuses an upload with unknown classifiers: {unknown}"
+    assert "Framework :: MkDocs" in classifiers and "Typing :: Typed" in classifiers
+    assert not any(c.startswith("License ::") for c in classifiers), "PEP 639: the expression only"
+    # Every Python version the release workflow checks is one the package claims.
+    claimed = {
+        c.rsplit(" :: ", 1)[1]
+        for c in classifiers
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    }
+    assert set(workflow()["jobs"]["check"]["strategy"]["matrix"]["python-version"]) <= claimed
+    assert min(claimed, key=lambda v: int(v.split(".")[1])) == metadata["Requires-Python"][2:]
+    assert {"mkdocs", "mkdocs-plugin", "documentation"} <= set(metadata["Keywords"].split(","))
+    with tarfile.open(release_build.sdist) as sdist:
+        assert any(n.endswith("/LICENSE") for n in sdist.getnames())
