@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from corpora import EXAMPLE_SITE, ROOT
-from docpilot_runtime import static_assets
+from docpilot_runtime.browser import install as static_assets
+from docpilot_runtime.browser.pyodide_core import PYODIDE_VERSION
 from docpilot_runtime.cli import main as cli_main
 from docpilot_runtime.index.cache import default_cache_dir
-from docpilot_runtime.pyodide_core import PYODIDE_VERSION
 
 DOCS = sorted((EXAMPLE_SITE / "docs").rglob("*.md"))
 # A path ending in .cache/docpilot, with what precedes it (a home) and what follows.

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trove_classifiers
 from corpora import ROOT
-from docpilot_runtime.pyodide_core import PYODIDE_VERSION, SITE_FILES
+from docpilot_runtime.browser.pyodide_core import PYODIDE_VERSION, SITE_FILES
 from fresh_install import check_dist
 from release_build import ReleaseBuild, checkout, release_build, workflow
 
