@@ -18,8 +18,18 @@ QUESTION = "Where is the embedding cache kept?"
 
 @pytest.fixture(scope="module")
 def versioned_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Versions 1.0 and 2.0 (alias latest) deployed by mike, checked out of gh-pages."""
-    repo = tmp_path_factory.mktemp("mike")
+    """Versions 1.0 and 2.0 (alias latest, a redirect) deployed by mike, checked out of
+    gh-pages."""
+    return deploy_versions(tmp_path_factory.mktemp("mike"), "redirect")
+
+
+def deploy_versions(root: Path, alias_type: str | None) -> Path:
+    """Versions 1.0 and 2.0 deployed by mike from a repository in ``root``, 2.0 with the
+    alias ``latest`` of ``alias_type`` (None: mike's own default, a symlink in mike 2.x),
+    published as gh-pages checks out (symlinks kept): returns ``root/published``."""
+    alias = ["--alias-type", alias_type] if alias_type else []
+    repo = root / "repo"
+    repo.mkdir()
     config = {"site_name": "Versions", "theme": {"name": "mkdocs"},
               "plugins": [{"docpilot": {"cache_dir": str(repo.parent / "mike-cache")}}]}
     (repo / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
@@ -31,7 +41,7 @@ def versioned_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (repo / "docs" / "index.md").write_text(text, encoding="utf-8")
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", f"docs {version}")
-        mike(repo, "deploy", "--alias-type", "redirect", version, *extra)
+        mike(repo, "deploy", *alias, version, *extra)
     archive = repo.parent / "gh-pages.tar"
     git(repo, "archive", "-o", str(archive), "gh-pages")
     out = repo.parent / "published"
