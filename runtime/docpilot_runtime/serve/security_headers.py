@@ -13,8 +13,13 @@ Two policies, because the runtime serves two kinds of thing:
   ``img-src 'self' data:`` keeps an image beacon that slipped into an answer from
   reaching another origin.
 
-Owners change the page policy with `[headers] page_policy` (a CDN for Pyodide, a
-runtime on another origin, remote images) and who may frame the site with
+That built-in page policy is DocPilot's own: the widget's files (``docpilot/`` and
+below, the worker among them) get it as it is. The site's pages get it widened by what
+they load from other origins, read from the built HTML at start-up (`page_sources`):
+badges, analytics, a font CDN keep working as built. With `[headers]
+allow_page_sources = false` pages get `[headers] page_policy` alone, and the start-up
+log names what it blocks. Owners change the base policy with `[headers] page_policy`
+(a CDN for Pyodide, a runtime on another origin) and who may frame the site with
 `[headers] frame_ancestors`.
 """
 
@@ -23,29 +28,46 @@ from __future__ import annotations
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from docpilot_runtime.serve.page_sources import PageSources
 from docpilot_runtime.serve.root_path import route_path
 from docpilot_runtime.settings.headers import HeaderSettings
 
 API_POLICY = "default-src 'none'; frame-ancestors 'none'"
 REFERRER_POLICY = "strict-origin-when-cross-origin"
+WIDGET_FOLDER = "docpilot"  # the widget's files, in the site root or a version's folder
 
 
+def is_widget_file(path: str) -> bool:
+    """A file the build put in a ``docpilot/`` folder (script, worker, Pyodide, bundle):
+    DocPilot's own, never a page (pages are HTML)."""
+    folders = path.split("/")[:-1]
+    return WIDGET_FOLDER in folders and not path.endswith((".html", "/"))
 
 
 class SecurityHeaders:
     """ASGI middleware adding nosniff, Referrer-Policy and a CSP to every HTTP response
-    (errors and 404s included), without replacing a header a handler set itself."""
+    (errors and 404s included), without replacing a header a handler set itself.
+    ``sources``: what the site's pages load from other origins (`page_sources.scan_site`),
+    added to their policy when the settings allow it."""
 
-    def __init__(self, app: ASGIApp, settings: HeaderSettings) -> None:
+    def __init__(
+        self, app: ASGIApp, settings: HeaderSettings, sources: PageSources | None = None
+    ) -> None:
         self.app = app
-        self.page_csp = settings.page_csp()
+        self.widget_csp = settings.page_csp()
+        self.page_csp = self.widget_csp
+        if sources is not None and settings.allow_page_sources:
+            self.page_csp = settings.page_csp(sources.widen(settings.page_policy))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path = route_path(scope)  # below a --root-path prefix
-        policy = API_POLICY if path == "/api" or path.startswith("/api/") else self.page_csp
+        if path == "/api" or path.startswith("/api/"):
+            policy = API_POLICY
+        else:
+            policy = self.widget_csp if is_widget_file(path) else self.page_csp
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -58,4 +80,4 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-__all__ = ["API_POLICY", "SecurityHeaders"]
+__all__ = ["API_POLICY", "SecurityHeaders", "is_widget_file"]

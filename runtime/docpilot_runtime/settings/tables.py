@@ -89,6 +89,7 @@ HEADERS = Table(
     (
         Key("page_policy", "str", "", "the Content-Security-Policy of site pages, one line, without `frame-ancestors`", default_doc="the built-in page policy (see Security)"),
         Key("frame_ancestors", "strings", ("'self'",), "CSP sources allowed to frame the site's pages (`\"'self'\"`, `\"https://example.com\"`); empty allows none", type_doc="list of CSP sources"),
+        Key("allow_page_sources", "bool", True, "add to the page policy the other origins the built pages load (scripts, styles, images, fonts, frames, media, forms, and the endpoints of services such as Google Analytics), read from the site at start-up; off, pages get `page_policy` alone and the start-up log warns naming what it blocks and on which pages"),
     ),
 )
 
