@@ -98,7 +98,7 @@ def test_a_fixed_page_policy_warns_at_start_naming_what_it_blocks(
     analytics_site: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     headers = HeaderSettings(allow_page_sources=False)
-    with caplog.at_level(logging.WARNING, logger="docpilot.app"):
+    with caplog.at_level(logging.WARNING, logger="docpilot.headers"):
         app = create_app(analytics_site, Settings(headers=headers))
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, warnings

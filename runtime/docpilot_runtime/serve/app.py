@@ -51,12 +51,10 @@ from docpilot_runtime.serve.bundle_swap import (
 from docpilot_runtime.serve.feedback import FeedbackStore, feedback
 from docpilot_runtime.serve.mcp import MCP_PATH, http_mount
 from docpilot_runtime.serve.metrics import CONTENT_TYPE, CountedProvider, RuntimeMetrics, authorized
-from docpilot_runtime.serve.page_sources import PageSources, describe, scan_site
 from docpilot_runtime.serve.requests import GENERIC_FAILURE, log_failure, runtime_of
 from docpilot_runtime.serve.root_path import RootPath, normalise_root_path, path_below
-from docpilot_runtime.serve.security_headers import SecurityHeaders
+from docpilot_runtime.serve.security_headers import PagePolicies, SecurityHeaders
 from docpilot_runtime.serve.site_files import SiteFiles
-from docpilot_runtime.settings.headers import HeaderSettings
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.turn import Runtime, load_runtime
 
@@ -99,28 +97,6 @@ def metrics_endpoint(metrics: RuntimeMetrics, token: str) -> Any:
         return Response(body, media_type=CONTENT_TYPE, headers={"Cache-Control": "no-store"})
 
     return endpoint
-
-
-def read_page_sources(site_dir: Path, headers: HeaderSettings) -> PageSources:
-    """What the built pages load from other origins, said once at start: allowed (info),
-    or, with `allow_page_sources` off, what the page policy blocks (a warning)."""
-    sources = scan_site(site_dir)
-    blocked = sources.blocked_by(headers.page_policy)
-    if not blocked:
-        return sources
-    if headers.allow_page_sources:
-        log.info(
-            "the page policy allows what %d built pages load from other origins: %s",
-            sources.pages,
-            describe(blocked),
-        )
-    else:
-        log.warning(
-            "[headers] page_policy blocks what the built pages load from other origins "
-            "(set allow_page_sources = true, or add them to page_policy): %s",
-            describe(blocked),
-        )
-    return sources
 
 
 # ---------------------------------------------------------------------- the app
@@ -203,13 +179,14 @@ def build_app(
     if mcp is not None:
         routes.append(Route(MCP_PATH, endpoint=mcp.app, methods=["GET", "POST", "DELETE"]))
     routes.append(Mount("/", app=SiteFiles(directory=Path(site_dir), html=True), name="site"))
-    page_sources = read_page_sources(Path(site_dir), settings.headers)
+    policies = PagePolicies(settings.headers, Path(site_dir))  # reads the built pages
+    swapper.on_swap.append(policies.refresh)  # a rebuilt site may load from new origins
     # No origins configured: no CORS headers at all, so browsers keep it same-origin.
     middleware = [
         # The prefix first: everything below sees the path under it.
         Middleware(RootPath, root=root_path),
         # Headers outermost after that, so the 500 of JSONServerErrors carries them too.
-        Middleware(SecurityHeaders, settings=settings.headers, sources=page_sources),
+        Middleware(SecurityHeaders, policies=policies),
         Middleware(JSONServerErrors),
         Middleware(
             CORSMiddleware,

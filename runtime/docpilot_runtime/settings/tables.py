@@ -139,6 +139,7 @@ BUNDLE = Table(
     (
         Key("url", "str", "", "load the bundles from the published site instead of the site folder: its root (`https://docs.example.com/`, read through `docpilot/manifest.json`), the manifest's URL, or one `docpilot/bundle.msgpack`", prefixes=HTTP),
         Key("poll_seconds", "number", 0.0, "ask the URL for a newer manifest (or bundle) this often, with `If-None-Match`; a changed one is checked and swapped in; 0 = never poll", low=0),
+        Key("watch_seconds", "number", 2.0, "with no `url` (bundles read from the site folder): check the folder's manifests and bundles this often (their size and modification time), and once a rebuild has settled, check the new set and swap it in, and re-read what the pages load for the page policy; 0 = serve the bundles loaded at start until a restart", low=0),
         Key("reload_secret_env", "str", "", "name of the environment variable holding the secret a pipeline signs `POST /api/bundle/reload` with (HMAC-SHA256); empty = no reload endpoint", pattern=ENV_NAME, type_doc="string"),
         Key("allow_http", "bool", False, "accept an `http://` URL on a host other than loopback (only behind a network you trust)"),
         Key("max_bytes", "int", 268_435_456, "largest bundle or manifest accepted, in bytes", low=1024),

@@ -221,6 +221,8 @@ class BundleSource:
         self.etag = ""  # of the manifest (or single bundle) last loaded from the URL
         self._pending_etag = ""
         self._prefetched: dict[str, bytes] = {}
+        self._watched: set[Path] = set()  # a folder's files read by the last locate
+        self.located_print: tuple[tuple[str, int, int], ...] = ()  # theirs, as read
         if self.settings.url:
             check_url(self.settings.url, self.settings.allow_http)
 
@@ -270,13 +272,32 @@ class BundleSource:
                 "or run `docpilot index SITE_DIR` first"
             ) from None
 
+    def fingerprint(self) -> tuple[tuple[str, int, int], ...]:
+        """Size and modification time of every file a folder's bundle set was read from
+        (manifests, bundles, mike's versions.json; (-1, -1) when missing): a rebuild of
+        the site changes it. A stat per file, no walk: cheap enough to poll."""
+        out = []
+        for path in sorted(self._watched):
+            try:
+                info = path.stat()
+                out.append((str(path), info.st_size, info.st_mtime_ns))
+            except OSError:
+                out.append((str(path), -1, -1))
+        return tuple(out)
+
     def locate(self, use_etag: bool = False) -> list[Located] | None:
         """The bundles the source lists now; None when the URL answered 304 to our ETag."""
         url = self.settings.url
         if not url:
-            return locate_in_folder(self.site_dir) or [
+            located = locate_in_folder(self.site_dir) or [
                 Located("/", str(self.site_dir / BUNDLE_REL))  # let the read name the file
             ]
+            root = self.site_dir
+            self._watched = {root / MIKE_VERSIONS, root / MANIFEST_REL, root / BUNDLE_REL}
+            self._watched.update(Path(e.where) for e in located)
+            self._watched.update(Path(e.where).with_name(MANIFEST_NAME) for e in located)
+            self.located_print = self.fingerprint()  # before reading: a later write shows
+            return located
         path = urlsplit(url).path
         if path.endswith(".msgpack"):
             single = self._get(url, self.etag if use_etag else "")
