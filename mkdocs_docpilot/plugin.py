@@ -59,10 +59,16 @@ WHERE = "mkdocs.yml plugins.docpilot"
 
 
 def _excluded_by_front_matter(page: Page) -> bool:
+    """``docpilot: {exclude: true}`` (or ``docpilot: false``); else Material's ``search:
+    {exclude: true}``: a page kept out of the site's search is kept out of the assistant,
+    unless its own ``docpilot: {exclude: false}`` says otherwise."""
     value = page.meta.get("docpilot")
     if value is False:
         return True
-    return isinstance(value, dict) and bool(value.get("exclude"))
+    if isinstance(value, dict) and "exclude" in value:
+        return bool(value["exclude"])
+    search = page.meta.get("search")
+    return isinstance(search, dict) and bool(search.get("exclude"))
 
 
 def nav_outline(items: list[Any], section: str) -> list[tuple[str, str]]:
