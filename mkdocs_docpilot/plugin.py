@@ -248,6 +248,12 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         """A page's source as the owner sees it: "docs/guide.md", relative to mkdocs.yml."""
         return (self.docs_prefix / src).as_posix()
 
+    @staticmethod
+    def _all_sources(config: MkDocsConfig) -> list[str]:
+        """Every file under docs_dir, relative to it (every language's sources)."""
+        docs = Path(config.docs_dir)
+        return [p.relative_to(docs).as_posix() for p in docs.rglob("*") if p.is_file()]
+
     def _load_embedder(self, options: IndexOptions) -> Embedder | None:
         if self._embedder_key != options.embedder:
             self._embedder = load_embedder(options.embedder)
@@ -280,6 +286,8 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
                 log=log.info,
                 nav=self.nav,
                 serve=self.serve,
+                # A language's build sees its own pages; `exclude` may name another's.
+                also_sources=self._all_sources(config) if self.language else (),
             )
         except (BuildError, EmbedderError, BrowserRuntimeError) as exc:
             # Without Pyodide the widget sends nothing (it cannot check for secrets).

@@ -130,6 +130,34 @@ def is_excluded(page: PageSource, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(n, p) for p in patterns for n in names)
 
 
+def unmatched_patterns(
+    pages: Sequence[PageSource], patterns: Sequence[str], also: Sequence[str] = ()
+) -> list[str]:
+    """The ``exclude`` patterns that match none of ``pages`` (nor any path in ``also``:
+    the sources of the project's other builds, e.g. its other languages): a typo, or a
+    path written from the wrong root ("docs/guide.md" where "guide.md" is meant)."""
+    return [
+        p
+        for p in patterns
+        if not any(is_excluded(page, (p,)) for page in pages)
+        and not any(fnmatch.fnmatchcase(name, p) for name in also)
+    ]
+
+
+def unmatched_warning(pattern: str, pages: Sequence[PageSource]) -> str:
+    """What to tell the owner about a pattern that matches nothing, with what patterns
+    are matched against, taken from one of the site's own pages."""
+    example = next((p for p in pages if p.url != "/"), pages[0] if pages else None)
+    against = "URL paths and source paths"
+    if example is not None:
+        against = f"URL paths ({example.url.lstrip('/')!r})"
+        against += f" and source paths ({example.src!r})" if example.src else " and file names"
+    return (
+        f"exclude pattern {pattern!r} matches no page; patterns are matched against "
+        f"{against}, `*` matching any run of characters"
+    )
+
+
 def _embed(
     units: list[Unit], embedder: Embedder, cache: EmbeddingCache, report: BuildReport
 ) -> np.ndarray:
@@ -287,6 +315,7 @@ def index_site(
     nav: Sequence[NavEntry] = (),
     note: Callable[[str], None] | None = None,
     serve: bool = False,
+    also_sources: Sequence[str] = (),
 ) -> BuildReport:
     """Index a built site and write its bundle. Raises BuildError, writing nothing.
 
@@ -299,6 +328,10 @@ def index_site(
     calibrated for this site instead of calibrating again, keep every embedding cache
     entry (the probes' too), and do not record a bundle with a reused gate as the last
     build. Without it the bundle's bytes depend on the pages and options alone.
+
+    ``also_sources``: source paths of the project's other builds (another language's
+    pages), which an ``exclude`` pattern may be meant for: no warning that it matches no
+    page of this one.
     """
     notes: list[str] = []
 
@@ -366,6 +399,8 @@ def index_site(
         if not found and raw.strip():
             _note(f"{source.name()}: no text to index")
         units.extend(found)
+    for pattern in unmatched_patterns(sources, options.exclude, also_sources):
+        _warn(unmatched_warning(pattern, sources))
     units = index_repeats_once(
         units,
         {s.url: s.nav_index for s in sources if s.nav_index is not None}
@@ -422,7 +457,9 @@ def index_site(
             _LAST_GATES[gate_key] = (gate, len(units))
     if cache is not None:
         try:
-            cache.save(prune=not serve)
+            # An empty index (every page excluded) is a mistake to undo, not a reason to
+            # drop every vector the site had.
+            cache.save(prune=not serve and bool(units))
         except OSError as exc:
             _warn(f"embedding cache {cache.path} not saved ({exc.strerror}); next build re-embeds")
     report.index_seconds = time.perf_counter() - started
