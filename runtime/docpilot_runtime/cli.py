@@ -205,12 +205,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _records(args: argparse.Namespace) -> Any:
-    """The records database named by the settings (spool drained first)."""
+    """The records database named by the settings, else the served site's (``--site``, or
+    the one site with records) in the user's data folder; spool drained first."""
     from docpilot_runtime.records.export import open_records
+    from docpilot_runtime.records.location import default_records
 
     settings = _settings(args)
     base = Path(settings.source).parent if settings.source else None
-    return open_records(settings.records, base, settings.webhooks)
+    records = settings.records
+    if not records.path:
+        records = default_records(records, args.site)
+    return open_records(records, base, settings.webhooks)
 
 
 def cmd_records_export(args: argparse.Namespace) -> int:
@@ -274,6 +279,15 @@ def _days(text: str) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 36_500:
         raise argparse.ArgumentTypeError(f"must be a whole number of days from 1, got {text!r}")
     return int(text)
+
+
+def _site_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--site",
+        metavar="SITE_DIR",
+        help="the site folder `docpilot serve` served, whose records (in the user's data "
+        "folder) to read when [records] path is unset; optional when one site has records",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -343,16 +357,19 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["jsonl"], default="jsonl", help="only jsonl")
     export.add_argument("--since", type=_days, help="only the last DAYS days")
     export.add_argument("--config", help="runtime settings file (TOML); its [records] applies")
+    _site_option(export)
     export.set_defaults(run=cmd_records_export)
     delete = records_verbs.add_parser("delete", help="delete turns (and feedback) by turn id")
     delete.add_argument("turn_ids", nargs="+", metavar="TURN_ID")
     delete.add_argument("--config", help="runtime settings file (TOML); its [records] applies")
+    _site_option(delete)
     delete.set_defaults(run=cmd_records_delete)
 
     report = verbs.add_parser("report", help="the owner's report (HTML and Markdown)")
     report.add_argument("--since", type=_days, default=30, help="the last DAYS days (30)")
     report.add_argument("--out", default="docpilot-report", help="output folder")
     report.add_argument("--config", help="runtime settings file (TOML); its [records] applies")
+    _site_option(report)
     report.set_defaults(run=cmd_report)
 
 

@@ -39,7 +39,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from docpilot_runtime.limits.caps import Caps, MemoryCaps
 from docpilot_runtime.limits.shared import DatabaseCaps
-from docpilot_runtime.records import Recorder
+from docpilot_runtime.records import DATABASE_URL_ENV, Recorder
+from docpilot_runtime.records.location import records_settings
 from docpilot_runtime.records.outbox import outbox_depth
 from docpilot_runtime.serve.ask import ask
 from docpilot_runtime.serve.bundle_swap import (
@@ -198,14 +199,19 @@ def build_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        base = Path(settings.source).parent if settings.source else None
+        needs_database = settings.records.enabled or (caps is None and settings.caps.shared)
+        records = settings.records
+        if needs_database:  # the configured file, or the site's in the user's data folder
+            records = await asyncio.to_thread(records_settings, settings.records, base, site_dir)
         if settings.records.enabled and runtime.recorder is None:  # records: spool replayed
-            base = Path(settings.source).parent if settings.source else None
-            runtime.recorder = Recorder(settings.records, base, webhooks=settings.webhooks)
+            if not os.environ.get(DATABASE_URL_ENV):
+                log.info("turn records in %s", records.path)
+            runtime.recorder = Recorder(records, webhooks=settings.webhooks)
             await runtime.recorder.start()
         shared = None
         if caps is None and settings.caps.shared:  # every worker counts against one cap
-            base = Path(settings.source).parent if settings.source else None
-            shared = DatabaseCaps(settings.caps, settings.records.sqlite_path(base))
+            shared = DatabaseCaps(settings.caps, records.sqlite_path())
             app.state.caps = runtime.caps = shared
         async with (
             mcp.lifespan() if mcp is not None else contextlib.nullcontext(),

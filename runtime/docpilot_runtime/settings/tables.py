@@ -97,7 +97,7 @@ RECORDS = Table(
     "[records]",
     (
         Key("enabled", "bool", True, "record every turn `docpilot serve` answers"),
-        Key("path", "str", ".docpilot/records.sqlite3", "the SQLite file (the spool folder sits beside it); relative to the settings file's folder, or the working folder without one; ignored when `DOCPILOT_DATABASE_URL` names a PostgreSQL database", type_doc="path"),
+        Key("path", "str", "", "the SQLite file (the spool folder sits beside it); relative to the settings file's folder, or the working folder without one; ignored when `DOCPILOT_DATABASE_URL` names a PostgreSQL database", type_doc="path", default_doc="per served site, in the user's data folder: `$XDG_DATA_HOME/docpilot/sites/<site folder>-<hash>/records.sqlite3` (`~/.local/share` when unset)"),
         Key("retention_days", "int", 90, "days a turn record is kept; 0 keeps records forever", low=0, high=36_500),
         Key("require_consent", "bool", False, "store nothing about a reader's question (its text, the pages it cited or came closest to) until the request says `\"consent\": true`; only the kind, cost and latency are counted before; pair it with the widget's `require_consent`"),
     ),
