@@ -22,6 +22,7 @@ sub-path; the widget's files are copied into `site/docpilot/` after the build.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -53,6 +54,15 @@ from .config import DocPilotConfig
 # MkDocs' plugin logger: every message starts with "docpilot: ". Warnings are for what is
 # misconfigured (a --strict build fails on them); notes about one page are info.
 log = get_plugin_logger("docpilot")
+# The runtime's own messages name DocPilot (they are printed bare by `docpilot index`);
+# MkDocs' plugin logger already starts every line with "docpilot: ".
+_NAMED = re.compile(r"^(?:docpilot:\s*|DocPilot:?\s+)", re.I)
+
+
+def unnamed(say: Callable[[str], None]) -> Callable[[str], None]:
+    """``say`` without a leading "docpilot: " / "DocPilot " in the message."""
+    return lambda message: say(_NAMED.sub("", message, count=1))
+
 NOINDEX_META = '<meta name="docpilot" content="noindex">'
 _NOINDEX = NOINDEX_META.encode()
 WHERE = "mkdocs.yml plugins.docpilot"
@@ -133,6 +143,24 @@ def empty_index_warning(pages: list[PageSource], folder: str, exclude: Sequence[
     return f"the index of {where} is empty: {cause}; the assistant will refuse every question"
 
 
+# Under `mkdocs serve` the widget's probe of /api/health (is a runtime there?) would be a 404
+# in the dev server's log on every page load. This answers it, as "no runtime": not JSON,
+# so the widget falls back to answering in the browser, as it does on a 404.
+PREVIEW_HEALTH = (
+    "no DocPilot runtime here: this is `mkdocs serve` (the widget answers in the browser)\n"
+)
+
+
+def write_preview_health(folder: Path) -> None:
+    """``folder/api/health`` for the dev server, unless the site has something there (a
+    page of its own at api/health/)."""
+    path = folder / "api" / "health"
+    if path.is_dir() or (path.exists() and path.read_text(errors="replace") != PREVIEW_HEALTH):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(PREVIEW_HEALTH, encoding="utf-8")
+
+
 def docs_version() -> str:
     """The version being built when mike deploys one (it sets ``MIKE_DOCS_VERSION`` for
     the ``mkdocs build`` it runs into the version's folder), else ""."""
@@ -180,7 +208,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         project = Path(config.config_file_path or ".").parent.resolve()
         values["cache_dir"] = str(resolve_cache_dir(self.config.cache_dir, project))
         if values["cache_dir"] != getattr(self, "_cache_said", None):  # once per serve
-            log.info(f"docpilot: embedding cache in {values['cache_dir']}")
+            log.info(f"embedding cache in {values['cache_dir']}")
             self._cache_said = values["cache_dir"]
         docs = Path(config.docs_dir).resolve()
         self.docs_prefix = docs.relative_to(project) if docs.is_relative_to(project) else docs
@@ -281,9 +309,9 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
                 ),
                 embedder=self._load_embedder(options),
                 tag_pages=False,  # on_post_page tagged each page as MkDocs wrote it
-                warn=log.warning,
-                note=log.info,
-                log=log.info,
+                warn=unnamed(log.warning),
+                note=unnamed(log.info),
+                log=unnamed(log.info),
                 nav=self.nav,
                 serve=self.serve,
                 # A language's build sees its own pages; `exclude` may name another's.
@@ -292,9 +320,13 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         except (BuildError, EmbedderError, BrowserRuntimeError) as exc:
             # Without Pyodide the widget sends nothing (it cannot check for secrets).
             raise PluginError(f"docpilot: {exc}") from None
+        if self.serve and self.widget is not None and not self.widget["endpoint"]:
+            # The widget probes its site root's api/ and the origin's /api/.
+            for probed in {site, root}:
+                write_preview_health(probed)
         where = f"/{folder}: " if folder else ""
         for line in result.summary().splitlines():
-            log.info(where + line.removeprefix("DocPilot: "))
+            log.info(where + _NAMED.sub("", line, count=1))
         if result.report.units == 0:
             log.warning(empty_index_warning(self.pages, folder, self.options.exclude))
         # Every build lists its bundle in the site root's manifest: a language's build adds

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from docpilot_runtime import __version__
 from docpilot_runtime.api import ask, create_app, index_built_site, load_runtime
 from docpilot_runtime.browser.install import BrowserRuntimeError, fetch_browser_runtime
 from docpilot_runtime.bundle.schema import BundleError
@@ -112,12 +113,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def format_result(result: Result) -> str:
     """A result for the terminal: the markdown, its citations as ``[n] title — url``,
-    the closest pages on a refusal, and a last line with kind, confidence and retriever."""
+    the closest pages when the markdown does not list them already (a refusal's does), and
+    a last line with kind, confidence and retriever."""
     lines = [result.markdown.rstrip()]
     if result.citations:
         lines.append("")
         lines.extend(f"[{c.n}] {c.title} — {c.url}" for c in result.citations)
-    if result.closest:
+    # A refusal's Markdown already lists the closest pages as links: not twice.
+    if result.closest and not all(f"]({p.url})" in result.markdown for p in result.closest):
         lines.append("")
         lines.append("Closest pages:")
         lines.extend(f"- {p.title} — {p.url}" for p in result.closest)
@@ -295,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="docpilot", description="Grounded, cited answers for a documentation site."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log more detail")
+    parser.add_argument("--version", action="version", version=f"docpilot {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True)
 
     index = verbs.add_parser("index", help="write the bundle for an already built site")
