@@ -45,7 +45,7 @@ from docpilot_runtime.index.llms_txt import NavEntry, write_agent_files
 from docpilot_runtime.index.repeats import index_repeats_once
 from docpilot_runtime.index.site_name import site_name_from_pages
 from docpilot_runtime.index.tokens import cached_tokens
-from docpilot_runtime.index.units import Unit, page_units
+from docpilot_runtime.index.units import Unit, page_units, says_nothing
 from docpilot_runtime.retrieve.lexical import LexicalDoc, build_lexical
 from docpilot_runtime.scoring.dense import LAYOUT, DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.settings.index import IndexOptions
@@ -405,6 +405,9 @@ def index_site(
         units,
         {s.url: s.nav_index for s in sources if s.nav_index is not None}
     )
+    # A page that only lists others (a blog archive once its excerpts went to the posts)
+    # is left with its title: nothing a reader should be sent to.
+    units = [u for u in units if not says_nothing(u, page_rows[u.page].title)]
     report.pages = len(page_rows)
     report.units = len(units)
 
