@@ -1,0 +1,76 @@
+/* The answer tree → DOM.
+ *
+ * The element tree the runtime validated (result `blocks`, delta `blocks`): text nodes,
+ * a fixed set of elements, links with the href the server accepted. Never parsed as
+ * Markdown. TAGS and MAX_DEPTH come from the Python side of the contract
+ * (markdown_tree.ALLOWED, MAX_DEPTH), written into contract.js as the build assembles. */
+
+import { TAGS, MAX_DEPTH } from "./contract.js";
+import { el, link, safeHref } from "./dom.js";
+
+export const textOf = (nodes) =>
+  (Array.isArray(nodes) ? nodes : []).map((n) => (typeof n === "string" ? n : n?.t === "cite" ? `[${n.n}]` : textOf(n?.c))).join("");
+
+/** A code block as the site draws its own (`div.highlight > pre > code`). With the
+ * runtime's `hl` pairs ([Pygments class, text], the classes pymdownx.highlight gives the
+ * site, so its stylesheet colours them) each token is a span; the pairs are used only
+ * when their text is exactly the block's, and a class only when it is a short name. */
+function codeBlock(node) {
+  const text = textOf(node.c);
+  const lang = /^[\w.+#-]{1,40}$/.test(node.lang || "") ? `language-${node.lang}` : null;
+  const code = el("code", lang);
+  const pairs = Array.isArray(node.hl) ? node.hl.filter(Array.isArray) : [];
+  if (pairs.length && pairs.map((p) => String(p[1])).join("") === text) {
+    for (const [css, part] of pairs) code.append(/^[a-z][a-z0-9]{0,3}$/.test(css) ? el("span", css, String(part)) : String(part));
+  } else code.textContent = text;
+  const box = el("div", "highlight");
+  box.appendChild(el("pre")).append(code);
+  return box;
+}
+
+/** A DocumentFragment of `nodes`, built with createElement and text nodes only, iteratively
+ * (no tree can exhaust the stack). `ctx.cite(n)` draws citation n, or null for its "[n]" text. */
+export function tree(nodes, ctx) {
+  const root = document.createDocumentFragment();
+  const stack = [[root, Array.isArray(nodes) ? nodes : [], 0, 0]];
+  while (stack.length) {
+    const top = stack.at(-1);
+    const [parent, kids, i, depth] = top;
+    if (i >= kids.length) {
+      stack.pop();
+      continue;
+    }
+    top[2]++;
+    const node = kids[i];
+    if (typeof node === "string") {
+      parent.append(node);
+      continue;
+    }
+    const t = node?.t;
+    if (t === "cite") {
+      parent.append(ctx.cite(Number(node.n)) || `[${Number(node.n)}]`);
+      continue;
+    }
+    let child = null; // an element outside the set, or an unsafe link: its text only
+    if (t === "pre" && depth < MAX_DEPTH) {
+      parent.append(codeBlock(node));
+      continue;
+    }
+    if (t === "a") {
+      const href = safeHref(String(node.href || ""));
+      if (href) child = link(href);
+    } else if (t[0] === "h" && t !== "hr") {
+      // Answer headings sit under the panel's own heading: shift them down two levels.
+      child = el(`h${Math.min(6, Number(t[1]) + 2)}`);
+    } else if (TAGS.has(t)) {
+      child = el(t);
+      if (t === "ol" && Number(node.start) > 1) child.start = Number(node.start);
+    }
+    const into = child && depth < MAX_DEPTH ? parent.appendChild(child) : parent;
+    if (Array.isArray(node.c)) stack.push([into, node.c, 0, depth + 1]);
+  }
+  return root;
+}
+
+/** A result's tree; an old stored turn without one shows its text as plain paragraphs. */
+export const blocksOf = (r) => r.blocks || String(r.markdown || "").split(/\n\s*\n/).map((p) => ({ t: "p", c: [p] }));
