@@ -70,18 +70,56 @@ async function cachedFetch(input, init) {
 }
 
 // Pyodide does not always reject when one of its files fails to load (a refused .wasm can
-// leave it waiting): a failed fetch while booting fails the boot at once instead.
+// leave it waiting): a failed fetch while booting fails the boot at once instead. So does a
+// download that stalls: no byte of any of the boot's files for STALL_MS (a proxy holding
+// the connection open) is a failure too, reported as soon as it is one, not at the page's
+// 90 s deadline.
+const STALL_MS = 10000;
 let bootFailed = null;
+let downloads = 0;
+let stallTimer = 0;
+function progressed(name) {
+  clearTimeout(stallTimer);
+  if (downloads > 0) stallTimer = setTimeout(() => bootFailed?.(new Error(`${name} stalled`)), STALL_MS);
+}
+// The response with its body passed through as it arrives, each piece counting as progress.
+function watched(response, name) {
+  if (!response.body) return response;
+  downloads++;
+  const finished = () => {
+    downloads--;
+    progressed(name);
+  };
+  const body = response.body.pipeThrough(new TransformStream({
+    transform(chunk, out) {
+      progressed(name);
+      out.enqueue(chunk);
+    },
+    flush: finished,
+  }));
+  const { status, statusText, headers } = response;
+  return new Response(body, { status, statusText, headers });
+}
 const pageFetch = self.fetch.bind(self);
 self.fetch = async (input, init) => {
   const name = String(input?.url ?? input).split("?")[0].split("/").pop();
+  const watch = !!bootFailed;
+  if (watch) {
+    downloads++;
+    progressed(name);
+  }
   try {
     const response = await cachedFetch(input, init);
     if (!response.ok) bootFailed?.(new Error(`${name}: HTTP ${response.status}`));
-    return response;
+    return watch ? watched(response, name) : response;
   } catch (error) {
     bootFailed?.(new Error(`${name} could not be loaded`));
     throw error;
+  } finally {
+    if (watch) {
+      downloads--;
+      progressed(name);
+    }
   }
 };
 

@@ -19,10 +19,13 @@
 import { CONFIG, T, LANG, LANG_TAG, HISTORY_SENT, MAX_PAST, FULL_SCREEN } from "./config.js";
 import { el, button, icon, link, safeHref, sourceLabel } from "./dom.js";
 import { tree, textOf, blocksOf } from "./tree.js";
-import { STATIC, FELL_BACK, bootWorker, call, screen, resolveEndpoint, fallBack, askServer, historyItem } from "./client.js";
+import { STATIC, FELL_BACK, bootWorker, call, screen, resolveEndpoint, fallBack, loadStatic, askServer, historyItem } from "./client.js";
 import { CHAT_KEY, PAST_KEY, load, store, newChat, keep, consented } from "./storage.js";
 import { copied, drawRefusal, actionButton, feedback } from "./controls.js";
 import { Panel } from "./panel.js";
+
+const STILL_MS = 6000; // silence before "still working"
+const STALL_MS = 60000; // silence before the turn times out
 
 export class Widget extends Panel {
   constructor() {
@@ -242,9 +245,19 @@ export class Widget extends Panel {
     this.counted();
   }
 
+  /** The failure's message, the runtime's own words under it when it gave some, and Retry,
+   * which a rate cap keeps off (counting down) until its wait is over. */
   errorBox(turn) {
     const box = el("div", "dp-error");
-    box.append(el("p", null, turn.error), button("md-button dp-retry", null, () => this.retry(turn), T.retry));
+    const again = button("md-button dp-retry", null, () => this.retry(turn), T.retry);
+    box.append(el("p", null, turn.error), turn.said ? el("small", null, turn.said) : "", again);
+    const tick = () => {
+      const left = Math.ceil((turn.until - Date.now()) / 1000);
+      again.disabled = left > 0;
+      again.textContent = left > 0 ? `${T.retry} (${left})` : T.retry;
+      if (left > 0) setTimeout(tick, 1000);
+    };
+    if (turn.until) tick();
     return box;
   }
 
@@ -263,16 +276,18 @@ export class Widget extends Panel {
   async answer(body, ui, signal) {
     await resolveEndpoint();
     if (!STATIC) {
+      ui.progress(T.waiting);
       try {
         return await askServer(body, ui, signal);
       } catch (error) {
-        if (signal.aborted || !error.unreachable) throw error;
+        if (signal.aborted || !error.unreachable || !navigator.onLine) throw error;
         if (error.absent) fallBack();
         else if (!(await resolveEndpoint(true))) throw error; // unreachable: is it there at all?
       }
     }
-    this.noteFallback();
     ui.progress(T.searching);
+    await loadStatic();
+    this.noteFallback();
     return call("ask", { request: body, maxQuestionChars: this.maxChars });
   }
 
@@ -311,14 +326,26 @@ export class Widget extends Panel {
     let streamed = [];
     let drafted = [];
     let frame = 0;
+    const say = (message) => {
+      view.steps.append(el("li", null, message));
+      this.live.textContent = message;
+      this.scrollDown();
+    };
+    // Silence from the runtime: "still working" after a few seconds, a timeout after a minute
+    // (its providers time out after 30 s by default and it moves on, saying so).
+    let quiet = [];
     const ui = {
+      heard: () => {
+        quiet.forEach(clearTimeout);
+        quiet = [setTimeout(say, STILL_MS, T.still_working), setTimeout(() => controller.abort("timeout"), STALL_MS)];
+      },
       progress: (message) => {
-        view.steps.append(el("li", null, message));
-        this.live.textContent = message;
-        this.scrollDown();
+        ui.heard();
+        say(message);
       },
       // Settled blocks are appended; the draft of the open block replaces the last one.
       delta: ({ blocks, draft }) => {
+        ui.heard();
         if (!streamed.length && !drafted.length) this.live.textContent = ""; // it reads the answer now
         streamed = streamed.concat(blocks || []);
         drafted = draft || [];
@@ -333,6 +360,7 @@ export class Widget extends Panel {
     };
     this.scrollDown();
     try {
+      if (!navigator.onLine && !STATIC) return this.fail(view, turn, T.offline);
       // 1. The secret check, in this browser, before anything leaves it.
       const boot = bootWorker();
       const settled = boot.then(() => true, () => true);
@@ -374,11 +402,18 @@ export class Widget extends Panel {
       this.save();
     } catch (error) {
       cancelAnimationFrame(frame);
-      if (controller.signal.aborted) return this.fail(view, turn, T.stopped);
+      if (controller.signal.aborted) return this.fail(view, turn, controller.signal.reason === "timeout" ? T.timed_out : T.stopped);
       console.error("DocPilot:", error.message); // the question itself is never logged
       if (error.limit) this.maxChars = error.limit;
-      this.fail(view, turn, error.limit ? this.tooLongText() : error.unreachable ? T.network : T.error);
+      if (error.wait) Object.assign(turn, { until: Date.now() + error.wait * 1000, said: error.said });
+      this.fail(view, turn,
+        error.limit ? this.tooLongText()
+        : error.wait ? T.rate_limited.replace("{seconds}", error.wait)
+        : !navigator.onLine ? T.offline
+        : error.down ? T.runtime_down
+        : error.unreachable ? T.network : T.error);
     } finally {
+      quiet.forEach(clearTimeout);
       // Unless the page is going away (its requests end with it): then the next page offers it.
       if (this.inFlight === turn && !this.leaving) {
         this.inFlight = null;
@@ -391,7 +426,7 @@ export class Widget extends Panel {
       // Closed mid-answer: the launcher says something new is waiting.
       if (this.panel.hidden) {
         this.launcher.classList.add("dp-unread");
-        this.launcher.setAttribute("aria-label", `${this.launcher.title} (${T.unread})`);
+        this.label(true);
       }
     }
   }

@@ -58,15 +58,33 @@ export function bootWorker() {
     };
     call("boot", CONFIG.pyodide_url ? { pyodideUrl: CONFIG.pyodide_url } : {})
       .then(() => resolveEndpoint())
-      .then(() => STATIC && call("load", { bundleUrl: new URL("docpilot/static.json", ROOT).href }))
+      .then(() => STATIC && loadStatic())
       .then(resolve, reject);
   });
   // A failed boot is not final: the next question starts a fresh worker.
   booting.catch(() => {
     worker?.terminate();
-    booting = null;
+    booting = loading = null;
   });
   return booting;
+}
+
+let loading = null;
+
+/** docpilot/static.json into the worker, once. When it fails after falling back, the
+ * site's own server is gone as well (`docpilot serve` stopped): that is one state, the
+ * runtime down (`down`), and the next question looks for the runtime again. */
+export function loadStatic() {
+  loading ||= call("load", { bundleUrl: new URL("docpilot/static.json", ROOT).href }).catch((error) => {
+    loading = null;
+    const down = FELL_BACK;
+    if (down) {
+      STATIC = FELL_BACK = false;
+      resolving = null;
+    }
+    throw Object.assign(error, { unreachable: true, down });
+  });
+  return loading;
 }
 
 /** Check every field of `body` before it leaves the page: a credential in the question or
@@ -159,7 +177,12 @@ export async function askServer(body, view, signal) {
     const error = (await response.json().catch(() => null))?.error;
     // Over the runtime's own limit: the widget takes that limit from here on.
     const limit = error?.field === "question" && Number(error.limit);
-    throw Object.assign(new Error(error?.message || `HTTP ${response.status}`), limit ? { limit } : {});
+    // Over a rate cap: the wait the runtime gives (Retry-After, in seconds or as a date; the
+    // body's when a cross-origin response hides the header).
+    const after = response.headers.get("Retry-After") || "";
+    const wait = response.status === 429 &&
+      Math.ceil(Math.max(1, Number(after) || (Date.parse(after) - Date.now()) / 1000 || Number(error?.retry_after) || 10));
+    throw Object.assign(new Error(error?.message || `HTTP ${response.status}`), { limit, wait, said: error?.message });
   }
   const type = response.headers.get("content-type") || "";
   // A host that answers every path with a page (a single-page-app fallback) has no API.
@@ -169,8 +192,12 @@ export async function askServer(body, view, signal) {
   let buffer = "";
   let result = null;
   for (;;) {
-    const { value, done } = await reader.read();
+    // The connection dropping mid-answer (the runtime stopped) is a runtime gone, not a bug.
+    const { value, done } = await reader.read().catch((error) => {
+      throw signal.aborted ? error : Object.assign(new Error("stream cut"), { unreachable: true });
+    });
     if (done) break;
+    view.heard();
     buffer += value;
     let end;
     while ((end = buffer.indexOf("\n\n")) >= 0) {

@@ -28,13 +28,15 @@ export class Panel {
     const css = el("link");
     css.rel = "stylesheet";
     css.href = new URL("docpilot.css", import.meta.url).href;
-    css.onload = () => (root.hidden = false);
+    css.onload = () => (root.hidden = skip.hidden = false);
     // The stylesheet lives in the widget, not <head>: Material's instant navigation
     // drops head elements the next page does not have.
     root.append(css);
 
-    const title = CONFIG.title || "Ask the docs";
-    this.launcher = button("dp-launcher", `${title} (${T.shortcut})`, () => (this.panel.hidden ? this.open() : this.close()));
+    // The owner's title and placeholder, else the strings' in the page's language.
+    const title = (this.title = CONFIG.title || T.title);
+    const placeholder = CONFIG.placeholder || T.placeholder;
+    this.launcher = button("dp-launcher", null, () => (this.panel.hidden ? this.open() : this.close()));
     this.launcher.append(icon("chat"), el("span", null, T.launcher));
     this.launcher.setAttribute("aria-expanded", "false");
     this.launcher.setAttribute("aria-controls", "dp-panel");
@@ -46,7 +48,7 @@ export class Panel {
     panel.hidden = true;
     panel.setAttribute("role", "dialog");
     panel.setAttribute("aria-labelledby", "dp-title");
-    const head = panel.appendChild(el("header", "dp-head"));
+    const head = panel.appendChild(el("div", "dp-head")); // not <header>: the page has the banner
     head.append(el("h2", "dp-title", title));
     head.lastChild.id = "dp-title";
     const tool = (label, name, onClick) => head.appendChild(button("dp-icon", label, onClick)).append(icon(name));
@@ -72,8 +74,8 @@ export class Panel {
     const row = form.appendChild(el("div", "dp-row"));
     this.input = row.appendChild(el("textarea", "dp-input"));
     this.input.rows = 1;
-    this.input.placeholder = CONFIG.placeholder || "";
-    this.input.setAttribute("aria-label", CONFIG.placeholder || title);
+    this.input.placeholder = placeholder;
+    this.input.setAttribute("aria-label", placeholder);
     this.quoting = new Quoting(panel, this.input);
     form.prepend(this.quoting.chip);
     this.send = row.appendChild(el("button", "dp-send"));
@@ -119,6 +121,17 @@ export class Panel {
     panel.insertBefore(form, this.log);
     root.append(panel, this.launcher, this.quoting.button);
     document.body.append(root);
+    // Keyboard reach: a skip link among the page's first Tab stops (after Material's own
+    // "Skip to content"), shown when focused; the launcher names the shortcut.
+    const skip = el("a", "dp-skip", `${title} (A)`);
+    skip.href = "#dp-panel";
+    skip.hidden = true;
+    skip.addEventListener("click", (ev) => {
+      ev.preventDefault();
+      this.open();
+    });
+    document.querySelector(".md-skip")?.after(skip) ?? document.body.prepend(skip);
+    this.label();
     this.draw();
     for (const event of ["scroll", "resize"]) addEventListener(event, () => this.lift(), { passive: true });
     DOCKED.addEventListener("change", () => this.dock());
@@ -189,7 +202,7 @@ export class Panel {
   open(focus = true) {
     this.panel.hidden = false;
     this.launcher.classList.remove("dp-unread");
-    this.launcher.setAttribute("aria-label", this.launcher.title);
+    this.label();
     this.panel.setAttribute("aria-modal", String(FULL_SCREEN.matches));
     this.launcher.setAttribute("aria-expanded", "true");
     this.root.classList.add("dp--open");
@@ -206,9 +219,18 @@ export class Panel {
     this.quoting.button.hidden = true;
     this.launcher.setAttribute("aria-expanded", "false");
     this.root.classList.remove("dp--open");
+    this.label();
     this.dock();
     this.launcher.focus();
     if (this.chat.turns.length) this.save();
+  }
+
+  /** The launcher's name follows the panel: closed, what it opens and the shortcut (and
+   * whether an answer came while it was closed); open, that it closes it. */
+  label(unread) {
+    const name = this.panel.hidden ? `${this.title} (${T.shortcut})${unread ? ` (${T.unread})` : ""}` : `${T.close}: ${this.title}`;
+    this.launcher.setAttribute("aria-label", name);
+    this.launcher.title = name;
   }
 
   /** Scroll the log down, but never past the top of `turn`: a long answer is read from

@@ -32,6 +32,9 @@ function codeBlock(node) {
  * (no tree can exhaust the stack). `ctx.cite(n)` draws citation n, or null for its "[n]" text. */
 export function tree(nodes, ctx) {
   const root = document.createDocumentFragment();
+  // Answer headings sit under the panel's h2: the levels the answer uses, in order, become
+  // h3, h4, … (no level skipped, which screen readers' heading lists would trip over).
+  const levels = [...new Set(JSON.stringify(nodes ?? []).match(/"t":"h[1-6]"/g))].map((m) => m[6]).sort();
   const stack = [[root, Array.isArray(nodes) ? nodes : [], 0, 0]];
   while (stack.length) {
     const top = stack.at(-1);
@@ -52,6 +55,7 @@ export function tree(nodes, ctx) {
       continue;
     }
     let child = null; // an element outside the set, or an unsafe link: its text only
+    let box = null; // what holds `child` in the parent, when not the child itself
     if (t === "pre" && depth < MAX_DEPTH) {
       parent.append(codeBlock(node));
       continue;
@@ -59,14 +63,15 @@ export function tree(nodes, ctx) {
     if (t === "a") {
       const href = safeHref(String(node.href || ""));
       if (href) child = link(href);
-    } else if (t[0] === "h" && t !== "hr") {
-      // Answer headings sit under the panel's own heading: shift them down two levels.
-      child = el(`h${Math.min(6, Number(t[1]) + 2)}`);
+    } else if (/^h[1-6]$/.test(t)) {
+      child = el(`h${Math.min(6, 3 + levels.indexOf(t[1]))}`);
     } else if (TAGS.has(t)) {
       child = el(t);
       if (t === "ol" && Number(node.start) > 1) child.start = Number(node.start);
+      // A wide table scrolls sideways in its own box, as Material wraps the page's tables.
+      if (t === "table") (box = el("div", "md-typeset__scrollwrap")).appendChild(el("div", "md-typeset__table")).append(child);
     }
-    const into = child && depth < MAX_DEPTH ? parent.appendChild(child) : parent;
+    const into = child && depth < MAX_DEPTH ? (parent.append(box || child), child) : parent;
     if (Array.isArray(node.c)) stack.push([into, node.c, 0, depth + 1]);
   }
   return root;
