@@ -80,25 +80,31 @@ let downloads = 0;
 let stallTimer = 0;
 function progressed(name) {
   clearTimeout(stallTimer);
-  if (downloads > 0) stallTimer = setTimeout(() => bootFailed?.(new Error(`${name} stalled`)), STALL_MS);
+  if (downloads <= 0) return;
+  const armed = performance.now();
+  stallTimer = setTimeout(() => {
+    // Much later than asked: this thread was busy (starting Python), not the network idle.
+    if (performance.now() - armed > STALL_MS + 1000) progressed(name);
+    else bootFailed?.(new Error(`${name} stalled`));
+  }, STALL_MS);
 }
-// The response with its body passed through as it arrives, each piece counting as progress.
+// Watch a response's bytes arrive on a copy of it (reading the copy as fast as the network
+// delivers, whatever pace Pyodide reads its own at: a busy machine compiling the wasm is
+// not a stalled download).
 function watched(response, name) {
   if (!response.body) return response;
+  const reader = response.clone().body.getReader();
   downloads++;
-  const finished = () => {
+  (async () => {
+    try {
+      while (!(await reader.read()).done) progressed(name);
+    } catch {
+      /* the download failed: Pyodide's own copy says so */
+    }
     downloads--;
     progressed(name);
-  };
-  const body = response.body.pipeThrough(new TransformStream({
-    transform(chunk, out) {
-      progressed(name);
-      out.enqueue(chunk);
-    },
-    flush: finished,
-  }));
-  const { status, statusText, headers } = response;
-  return new Response(body, { status, statusText, headers });
+  })();
+  return response;
 }
 const pageFetch = self.fetch.bind(self);
 self.fetch = async (input, init) => {

@@ -87,6 +87,10 @@ def widget_config(
         "language": language,
         "strings": widget_strings(language, options.strings, where),
         "pyodide_url": options.pyodide_url,
+        "search_handoff": options.search_handoff,
+        "ask_about_page": options.ask_about_page,
+        "copy_page": options.copy_page,
+        "ai_notice": options.ai_notice,
         "actions": action_urls,
     }
 

@@ -10,7 +10,8 @@ from playwright.sync_api import Page, expect
 
 COVERED = "How do I exclude a page from the assistant?"
 CODE = "plugins:\n  - docpilot:\n      exclude: [drafts/*]"
-MARKDOWN = f"Add the page to `exclude` [1].\n\n```yaml\n{CODE}\n```"
+# Pipes and a colon after a marker: what the runtime's escaped Markdown wrote as \| and [1]\:.
+MARKDOWN = f"Add the page to `exclude` [1]: drafts | private.\n\n```yaml\n{CODE}\n```"
 CITATION = {
     "n": 1,
     "id": "/getting-started/quick-start/#4-ask-something",
@@ -52,7 +53,7 @@ def test_stop_aborts_the_request_and_offers_the_question_again(
     expect(error.get_by_role("button", name="Retry")).to_be_visible()
 
 
-def test_copy_the_answer_as_markdown_and_a_code_block_as_text(
+def test_copy_the_answer_as_clean_markdown_with_sources_and_a_code_block_as_text(
     reader: Reader, base_url: str
 ) -> None:
     page = reader.page
@@ -65,7 +66,8 @@ def test_copy_the_answer_as_markdown_and_a_code_block_as_text(
 
     page.get_by_role("button", name="Copy answer").click()
     expect(page.get_by_role("button", name="Copied")).to_be_visible()
-    assert page.evaluate("navigator.clipboard.readText()") == MARKDOWN
+    source = f"[1] Quick start › 4. Ask something: {base_url}{CITATION['url']}"
+    assert page.evaluate("navigator.clipboard.readText()") == f"{MARKDOWN}\n\n{source}"
     page.locator(".dp-body pre").hover()
     page.get_by_role("button", name="Copy code").click()
     assert page.evaluate("navigator.clipboard.readText()") == CODE

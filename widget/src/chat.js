@@ -18,9 +18,9 @@
 
 import { CONFIG, T, LANG, LANG_TAG, HISTORY_SENT, MAX_PAST, FULL_SCREEN } from "./config.js";
 import { el, button, icon, link, safeHref, sourceLabel } from "./dom.js";
-import { tree, textOf, blocksOf } from "./tree.js";
+import { tree, textOf, blocksOf, markdownOf } from "./tree.js";
 import { STATIC, FELL_BACK, bootWorker, call, screen, resolveEndpoint, fallBack, loadStatic, askServer, historyItem } from "./client.js";
-import { CHAT_KEY, PAST_KEY, load, store, newChat, keep, consented } from "./storage.js";
+import { CHAT_KEY, PAST_KEY, DRAFT_KEY, load, store, newChat, keep, consented } from "./storage.js";
 import { copied, drawRefusal, actionButton, feedback } from "./controls.js";
 import { Panel } from "./panel.js";
 
@@ -38,6 +38,29 @@ export class Widget extends Panel {
     this.busy = false;
     this.build();
     if (this.chat.open) this.open(false);
+    // A question sent while Pyodide was still starting, then a page load: back in the box.
+    const draft = load(sessionStorage, DRAFT_KEY, null);
+    if (draft?.question) {
+      store(sessionStorage, DRAFT_KEY, null);
+      this.draft(String(draft.question));
+      this.quoting.set(draft.quote || "");
+    }
+  }
+
+  /** Open the panel with `text` in the box, for the reader to finish and send. */
+  draft(text) {
+    if (this.panel.hidden) this.open();
+    this.input.value = text;
+    this.input.focus();
+    this.counted();
+  }
+
+  /** A query from the site's search: a keyword query (one to three words) waits in the box
+   * for the reader to edit and send; a longer one is asked. */
+  handoff(query) {
+    if (!query) return;
+    this.draft(query);
+    if (query.split(/\s+/).length > 3) this.ask(query);
   }
 
   /** The conversation this tab kept, with a question a page load interrupted put back as
@@ -188,6 +211,12 @@ export class Widget extends Panel {
       pre.append(copy);
       copy.append(icon("copy"));
     }
+    // A model's answer says so, in one line, with where to look.
+    const ai = result.kind === "answer" && CONFIG.ai_notice;
+    if (ai) {
+      const note = answer.insertBefore(el("p", "dp-ai"), body);
+      note.append(el("strong", null, T.ai_label), ` · ${T.ai_hint}`);
+    }
     if (result.tentative) {
       const badge = el("span", "dp-badge", T.tentative);
       badge.title = T.tentative_hint;
@@ -222,10 +251,10 @@ export class Widget extends Panel {
       for (const action of result.actions) row.append(actionButton(action));
     }
     const rated = result.turn_id && !STATIC && ["answer", "passages", "refusal"].includes(result.kind);
-    const row = answer.appendChild(rated ? feedback(result.turn_id) : el("div", "dp-tools"));
+    const row = answer.appendChild(rated ? feedback(result.turn_id, ai) : el("div", "dp-tools"));
     const turn = this.chat.turns[index];
     const tools = [];
-    if (result.markdown) tools.push(button("dp-icon", T.copy, () => copied(tools[0], result.markdown, this.live)));
+    if (result.markdown) tools.push(button("dp-icon", T.copy, () => copied(tools[0], markdownOf(result), this.live)));
     if (turn && turn === this.chat.turns.at(-1) && result.kind !== "credential") tools.push(button("dp-icon dp-again", T.retry, () => this.retry(turn)));
     tools.forEach((b, i) => b.append(icon(i || !result.markdown ? "retry" : "copy")));
     row.prepend(...tools);
@@ -373,11 +402,16 @@ export class Widget extends Panel {
       if (quote) body.quote = quote;
       if (consented()) body.consent = true;
       let credential;
+      // Until the check has run, a page load puts the question back in the box (this tab's
+      // storage only; it is removed as soon as the check is done, whatever it found).
+      store(sessionStorage, DRAFT_KEY, { question, quote });
       try {
         await until(boot);
         credential = await until(screen(body, sent));
       } catch (error) {
         return this.fail(view, turn, controller.signal.aborted ? T.stopped : T.check_failed);
+      } finally {
+        if (!this.leaving) store(sessionStorage, DRAFT_KEY, null);
       }
       if (credential) {
         turn.local = true; // never stored, never sent as history

@@ -6,8 +6,8 @@ export const ROOT = new URL("../", import.meta.url); // the script lives at <roo
 // (docpilot_runtime/settings_schema.py, WIDGET); tests/test_settings.py holds them equal.
 const DEFAULTS = {
   "endpoint": "",
-  "title": "Ask the docs",
-  "placeholder": "Ask a question about these docs",
+  "title": "",
+  "placeholder": "",
   "position": "bottom-right",
   "suggested_questions": [],
   "support_url": "",
@@ -16,7 +16,11 @@ const DEFAULTS = {
   "max_question_chars": 2000,
   "language": "",
   "strings": {},
-  "pyodide_url": ""
+  "pyodide_url": "",
+  "search_handoff": true,
+  "ask_about_page": true,
+  "copy_page": true,
+  "ai_notice": true
 };
 export const CONFIG = { ...DEFAULTS, ...JSON.parse(document.getElementById("docpilot-config")?.textContent || "{}") };
 export const T = CONFIG.strings || {};

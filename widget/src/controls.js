@@ -5,16 +5,19 @@ import { CONFIG, ROOT, T } from "./config.js";
 import { el, button, icon, link, safeHref, copyText } from "./dom.js";
 import { API, bootWorker, call } from "./client.js";
 
-/** Copy `text`, and say so on the button and to screen readers (`live`). */
+/** Copy `text`, and say so on the button (its text, or an icon button's name) and to
+ * screen readers (`live`). */
 export async function copied(node, text, live) {
-  const said = (await copyText(text)) ? T.copied : T.copy_failed;
+  const said = (live.textContent = (await copyText(text)) ? T.copied : T.copy_failed);
   const label = node.getAttribute("aria-label");
-  node.setAttribute("aria-label", said);
-  node.title = live.textContent = said;
-  setTimeout(() => {
-    node.setAttribute("aria-label", label);
-    node.title = label;
-  }, 2000);
+  const shown = label ? "" : node.textContent;
+  const show = (words) => {
+    if (shown) return (node.textContent = words);
+    node.setAttribute("aria-label", words);
+    node.title = words;
+  };
+  show(said);
+  setTimeout(show, 2000, shown || label);
 }
 
 /** Under a refusal: the closest pages (unless its text lists them) and the owner's
@@ -50,8 +53,9 @@ export function actionButton({ name, arguments: args = {} }) {
   }, label);
 }
 
-/** Thumbs up/down for a turn the runtime recorded, with reasons and a note on "down". */
-export function feedback(turnId) {
+/** Thumbs up/down for a turn the runtime recorded, with reasons and a note on "down";
+ * `report` adds "Report a wrong answer": "down" with "incorrect" chosen. */
+export function feedback(turnId, report) {
   const box = el("div", "dp-fb");
   const reasons = new Set();
   const form = el("div", "dp-fb-form");
@@ -119,6 +123,12 @@ export function feedback(turnId) {
   note.setAttribute("aria-label", T.note);
   form.append(button("md-button dp-fb-send", null, () => post("down"), T.send_feedback));
   box.append(up, down, done, form);
+  if (report) {
+    box.insertBefore(button("dp-report", null, () => {
+      down.click();
+      if (!reasons.size) form.querySelector(".dp-tag").click(); // "incorrect"
+    }, T.report), done);
+  }
   return box;
 }
 

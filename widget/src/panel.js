@@ -13,6 +13,7 @@ import { CONFIG, T, LANG, FULL_SCREEN, DOCKED } from "./config.js";
 import { el, button, icon } from "./dom.js";
 import { Quoting } from "./controls.js";
 import { consentNotice } from "./storage.js";
+import { pageActions, searchHandoff } from "./entry.js";
 
 export class Panel {
   constructor() {
@@ -87,6 +88,7 @@ export class Panel {
     this.tooLong.id = "dp-long";
     this.tooLong.hidden = true;
     consentNotice(form);
+    pageActions(this, form);
     const foot = form.appendChild(el("div", "dp-foot"));
     foot.append(el("span", null, T.privacy));
     this.count = foot.appendChild(el("span", "dp-count"));
@@ -131,6 +133,7 @@ export class Panel {
       this.open();
     });
     document.querySelector(".md-skip")?.after(skip) ?? document.body.prepend(skip);
+    searchHandoff(this);
     this.label();
     this.draw();
     for (const event of ["scroll", "resize"]) addEventListener(event, () => this.lift(), { passive: true });

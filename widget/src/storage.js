@@ -8,6 +8,7 @@ import { blocksOf } from "./tree.js";
 
 export const CHAT_KEY = "docpilot:chat"; // sessionStorage: the open conversation
 export const PAST_KEY = "docpilot:past"; // localStorage (history: true): finished conversations
+export const DRAFT_KEY = "docpilot:draft"; // sessionStorage: a question waiting for the check
 const CONSENT_KEY = "docpilot:consent"; // localStorage: the reader accepted records
 
 export function load(storage, key, fallback) {

@@ -6,7 +6,7 @@
  * (markdown_tree.ALLOWED, MAX_DEPTH), written into contract.js as the build assembles. */
 
 import { TAGS, MAX_DEPTH } from "./contract.js";
-import { el, link, safeHref } from "./dom.js";
+import { el, link, safeHref, sourceLabel } from "./dom.js";
 
 export const textOf = (nodes) =>
   (Array.isArray(nodes) ? nodes : []).map((n) => (typeof n === "string" ? n : n?.t === "cite" ? `[${n.n}]` : textOf(n?.c))).join("");
@@ -79,3 +79,53 @@ export function tree(nodes, ctx) {
 
 /** A result's tree; an old stored turn without one shows its text as plain paragraphs. */
 export const blocksOf = (r) => r.blocks || String(r.markdown || "").split(/\n\s*\n/).map((p) => ({ t: "p", c: [p] }));
+
+// ------------------------------------------------------------ the tree as Markdown to paste
+
+const INLINE = /^(em|strong|a|code|br|cite)$/;
+
+/** Inline nodes as Markdown: no backslash escapes (this text is pasted and read, not parsed
+ * back), links with their absolute URL, citations as [n]. */
+const inlineMarkdown = (nodes) => nodes.map((n) => {
+  const t = n?.t;
+  const inner = () => inlineMarkdown(n.c || []);
+  return typeof n === "string" ? n : t === "cite" ? `[${n.n}]` : t === "br" ? "\n" : t === "code" ? `\`${textOf(n.c)}\``
+    : t === "em" ? `*${inner()}*` : t === "strong" ? `**${inner()}**`
+    : t === "a" ? `[${inner()}](${safeHref(String(n.href || "")) || ""})` : inner();
+}).join("");
+
+/** Block nodes as Markdown, consecutive inline nodes making one paragraph. */
+function blockMarkdown(nodes, gap = "\n\n") {
+  const out = [];
+  let run = [];
+  const flush = () => run.length && out.push(inlineMarkdown(run).trim()) && (run = []);
+  for (const n of nodes) {
+    const t = n?.t;
+    const c = n?.c || [];
+    if (typeof n === "string" || INLINE.test(t)) {
+      run.push(n);
+      continue;
+    }
+    flush();
+    if (/^h[1-6]$/.test(t)) out.push(`${"#".repeat(t[1])} ${inlineMarkdown(c)}`);
+    else if (t === "pre") out.push(`\`\`\`${n.lang || ""}\n${textOf(c).replace(/\n$/, "")}\n\`\`\``);
+    else if (t === "hr") out.push("---");
+    else if (t === "blockquote") out.push(blockMarkdown(c).replace(/^/gm, "> "));
+    else if (t === "ul" || t === "ol") {
+      out.push(c.map((li, i) => `${t === "ol" ? `${(Number(n.start) || 1) + i}.` : "-"} ${blockMarkdown(li.c || [], "\n").replace(/\n/g, "\n   ")}`).join("\n"));
+    } else if (t === "table") {
+      // Rows from thead/tbody (or bare), cells' pipes escaped: the one escape a table needs.
+      const rows = c.flatMap((g) => (g.t === "tr" ? [g] : g.c || [])).map((tr) => `| ${(tr.c || []).map((cell) => inlineMarkdown(cell.c || []).replace(/\|/g, "\\|")).join(" | ")} |`);
+      if (rows.length) rows.splice(1, 0, rows[0].replace(/[^|]+/g, " --- "));
+      out.push(rows.join("\n"));
+    } else out.push(blockMarkdown(c, gap));
+  }
+  flush();
+  return out.filter(Boolean).join(gap);
+}
+
+/** A result as Markdown for the clipboard: the answer, then its sources with their URLs. */
+export function markdownOf(result) {
+  const sources = (result.citations || []).map((c) => `[${c.n}] ${sourceLabel(c)}${c.url ? `: ${safeHref(c.url) || c.url}` : ""}`);
+  return [blockMarkdown(blocksOf(result)), sources.join("\n")].filter(Boolean).join("\n\n");
+}
