@@ -74,7 +74,7 @@ async function cachedFetch(input, init) {
 // download that stalls: no byte of any of the boot's files for STALL_MS (a proxy holding
 // the connection open) is a failure too, reported as soon as it is one, not at the page's
 // 90 s deadline.
-const STALL_MS = 10000;
+const STALL_MS = 15000;
 let bootFailed = null;
 let downloads = 0;
 let stallTimer = 0;

@@ -157,11 +157,15 @@ LEGIBLE = {
 
 
 def axe_violations(page: Page) -> list[str]:
-    """axe-core's violations on the whole page, as "rule: element" lines."""
+    """axe-core's violations on the whole page (so page-wide rules such as heading-order
+    and duplicate landmarks see the widget in its page) at the widget's own elements, as
+    "rule: element" lines. The theme's own findings are not the widget's to fix."""
     page.evaluate(AXE.read_text(encoding="utf-8"))
     return page.evaluate(
-        """async () => (await axe.run(document, {resultTypes: ["violations"]})).violations
-        .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(" ")}`))"""
+        """async () => (await axe.run(document, {resultTypes: ["violations"], elementRef: true}))
+        .violations.flatMap((v) => v.nodes
+          .filter((n) => n.element?.closest("#docpilot, .dp-skip, .dp-search"))
+          .map((n) => `${v.id}: ${n.target.join(" ")}`))"""
     )
 
 
@@ -187,10 +191,12 @@ def test_a_long_answer_leaves_axe_nothing_to_report_in_light_and_dark(reader: Re
         "(hs) => hs.map((h) => h.tagName)"
     )
     assert levels == ["H3", "H4", "H3"], levels
-    assert axe_violations(page) == []
+    found = axe_violations(page)
+    assert found == [], "\n".join(found)
     page.locator("label[title='Switch to dark mode']").first.click()
     expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate")
-    assert axe_violations(page) == []
+    found = axe_violations(page)
+    assert found == [], "\n".join(found)
 
 
 def test_text_in_the_panel_meets_wcag_aa_contrast_in_light_and_dark(reader: Reader) -> None:
@@ -215,10 +221,12 @@ def test_the_launcher_says_what_it_does_now_and_a_skip_link_reaches_it(reader: R
     launcher = page.locator(".dp-launcher")
     expect(launcher).to_have_attribute("aria-label", "Ask the docs (Press A to open)")
     # From the top of the page: Material's "Skip to content", then ours.
-    page.keyboard.press("Tab")
-    page.keyboard.press("Tab")
+    stops = []
+    while len(stops) < 3 and not stops[-1:] == ["dp-skip"]:
+        page.keyboard.press("Tab")
+        stops.append(page.evaluate("document.activeElement.classList[0]"))
+    assert stops[-1] == "dp-skip", stops
     skip = page.locator("a.dp-skip")
-    expect(skip).to_be_focused()
     expect(skip).to_be_visible()
     expect(skip).to_have_text("Ask the docs (A)")
     page.keyboard.press("Enter")

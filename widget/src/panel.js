@@ -130,6 +130,7 @@ export class Panel {
     skip.hidden = true;
     skip.addEventListener("click", (ev) => {
       ev.preventDefault();
+      ev.stopPropagation(); // not a page anchor for Material's instant navigation
       this.open();
     });
     document.querySelector(".md-skip")?.after(skip) ?? document.body.prepend(skip);
