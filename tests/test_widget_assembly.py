@@ -86,6 +86,13 @@ def test_import_and_export_forms_that_joining_cannot_keep_are_refused(line: str)
         join_modules(sources)
 
 
+def test_a_template_literal_inside_another_is_refused_since_the_minifier_would_change_it() -> None:
+    line = 'export const label = (n) => `a${n ? ` (${n})` : ""}`;'
+    sources = {"main.js": f"// first\n{line}\n"}
+    with pytest.raises(OptionsError, match=r"main\.js, line 2: a template literal inside"):
+        join_modules(sources)
+
+
 def test_the_contract_holds_the_validators_elements_and_depth() -> None:
     text = contract_module()
     tags = re.search(r'new Set\("([^"]*)"\.split', text)

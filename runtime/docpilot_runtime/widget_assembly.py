@@ -38,6 +38,9 @@ _DECLARED = re.compile(
     r"^(?:export\s+)?(?:async\s+)?(?:function\*?\s*|class\s+|const\s+|let\s+|var\s+)([\w$]+)", re.M
 )
 _NAME = re.compile(r"[A-Za-z_$][\w$]*")
+# A template literal inside another's ${…}: rjsmin reads the inner one as code and drops
+# its spaces, so joining refuses it (write the inner one as its own expression).
+_NESTED_TEMPLATE = re.compile(r"\$\{[^}`\n]*`")
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,13 @@ def parse_module(name: str, text: str) -> Module:
         raise OptionsError(
             f"widget module {name}: unsupported export '{stray.group().strip()}' "
             "(write: export function|class|const|let NAME, or export { ... })"
+        )
+    nested = _NESTED_TEMPLATE.search(text)
+    if nested:
+        line = text.count("\n", 0, nested.start()) + 1
+        raise OptionsError(
+            f"widget module {name}, line {line}: a template literal inside another's ${{…}}, "
+            "which the minifier (rjsmin) would change; make the inner one its own expression"
         )
     declared = tuple(_DECLARED.findall(text))
     exports = {m.group(1) for m in _DECLARED.finditer(text) if m.group().startswith("export")}

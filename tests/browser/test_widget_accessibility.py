@@ -222,7 +222,7 @@ def test_the_launcher_says_what_it_does_now_and_a_skip_link_reaches_it(reader: R
     expect(launcher).to_have_attribute("aria-label", "Ask the docs (Press A to open)")
     # From the top of the page: Material's "Skip to content", then ours.
     stops = []
-    while len(stops) < 3 and not stops[-1:] == ["dp-skip"]:
+    while len(stops) < 3 and stops[-1:] != ["dp-skip"]:
         page.keyboard.press("Tab")
         stops.append(page.evaluate("document.activeElement.classList[0]"))
     assert stops[-1] == "dp-skip", stops

@@ -239,7 +239,9 @@ export class Widget extends Panel {
         // Full screen, the panel covers the page: get out of the way of the cited section.
         a.addEventListener("click", () => FULL_SCREEN.matches && this.close());
         if (!c.excerpt) continue;
-        const tip = item.appendChild(el("span", "dp-preview", c.excerpt));
+        const tip = item.appendChild(el("span", "dp-preview"));
+        // The section's words as its page shows them: `code` stays code.
+        String(c.excerpt).split(/`([^`\n]+)`/).forEach((part, i) => tip.append(i % 2 ? el("code", null, part) : part));
         tip.id = `${item.id}-p`;
         tip.setAttribute("role", "tooltip");
         a.setAttribute("aria-describedby", tip.id);

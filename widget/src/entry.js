@@ -50,7 +50,8 @@ async function pageText() {
   } catch {
     /* not published, or a file:// page: the rendered text below */
   }
-  const main = document.querySelector("article, main, [role=main]") || document.body;
+  // The page's own text: Material's article, the other themes' main region, else the body.
+  const main = ["article.md-content__inner", "[role=main]", "main"].map((s) => document.querySelector(s)).find(Boolean) || document.body;
   return main.innerText.replace(/¶/g, "").trim();
 }
 

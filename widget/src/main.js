@@ -3,7 +3,8 @@
  * Loaded by the `docpilot` MkDocs plugin as <script type="module" src=".../docpilot/docpilot.js">
  * next to <script type="application/json" id="docpilot-config">. No framework. The build
  * joins the modules of this folder into that one file, in the order their imports give,
- * and minifies it (docpilot_runtime/widget_assembly.py): 15 kB gzipped with docpilot.css.
+ * and minifies it (docpilot_runtime/widget_assembly.py): with docpilot.css, within the
+ * budget tests/browser/test_widget_size.py holds (gzipped).
  *
  *   config.js    the owner's options, the strings, page facts
  *   dom.js       element, button, icon, safe-link and clipboard helpers

@@ -232,7 +232,8 @@ export class Panel {
   /** The launcher's name follows the panel: closed, what it opens and the shortcut (and
    * whether an answer came while it was closed); open, that it closes it. */
   label(unread) {
-    const name = this.panel.hidden ? `${this.title} (${T.shortcut})${unread ? ` (${T.unread})` : ""}` : `${T.close}: ${this.title}`;
+    const more = unread ? ` (${T.unread})` : "";
+    const name = this.panel.hidden ? `${this.title} (${T.shortcut})${more}` : `${T.close}: ${this.title}`;
     this.launcher.setAttribute("aria-label", name);
     this.launcher.title = name;
   }

@@ -112,7 +112,8 @@ function blockMarkdown(nodes, gap = "\n\n") {
     else if (t === "hr") out.push("---");
     else if (t === "blockquote") out.push(blockMarkdown(c).replace(/^/gm, "> "));
     else if (t === "ul" || t === "ol") {
-      out.push(c.map((li, i) => `${t === "ol" ? `${(Number(n.start) || 1) + i}.` : "-"} ${blockMarkdown(li.c || [], "\n").replace(/\n/g, "\n   ")}`).join("\n"));
+      const mark = (i) => (t === "ol" ? `${(Number(n.start) || 1) + i}.` : "-");
+      out.push(c.map((li, i) => `${mark(i)} ${blockMarkdown(li.c || [], "\n").replace(/\n/g, "\n   ")}`).join("\n"));
     } else if (t === "table") {
       // Rows from thead/tbody (or bare), cells' pipes escaped: the one escape a table needs.
       const rows = c.flatMap((g) => (g.t === "tr" ? [g] : g.c || [])).map((tr) => `| ${(tr.c || []).map((cell) => inlineMarkdown(cell.c || []).replace(/\|/g, "\\|")).join(" | ")} |`);
@@ -126,6 +127,6 @@ function blockMarkdown(nodes, gap = "\n\n") {
 
 /** A result as Markdown for the clipboard: the answer, then its sources with their URLs. */
 export function markdownOf(result) {
-  const sources = (result.citations || []).map((c) => `[${c.n}] ${sourceLabel(c)}${c.url ? `: ${safeHref(c.url) || c.url}` : ""}`);
+  const sources = (result.citations || []).map((c) => `[${c.n}] ${sourceLabel(c)}${c.url ? ": " + (safeHref(c.url) || c.url) : ""}`);
   return [blockMarkdown(blocksOf(result)), sources.join("\n")].filter(Boolean).join("\n\n");
 }
