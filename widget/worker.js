@@ -78,14 +78,23 @@ const STALL_MS = 15000;
 let bootFailed = null;
 let downloads = 0;
 let stallTimer = 0;
+let lastByte = 0;
 function progressed(name) {
+  lastByte = performance.now();
+  watchStall(name);
+}
+function watchStall(name) {
   clearTimeout(stallTimer);
   if (downloads <= 0) return;
   const armed = performance.now();
   stallTimer = setTimeout(() => {
     // Much later than asked: this thread was busy (starting Python), not the network idle.
-    if (performance.now() - armed > STALL_MS + 1000) progressed(name);
-    else bootFailed?.(new Error(`${name} stalled`));
+    if (performance.now() - armed > STALL_MS + 1000) return progressed(name);
+    // Bytes that arrived while this thread was busy are read first, then it is judged.
+    stallTimer = setTimeout(() => {
+      if (downloads > 0 && performance.now() - lastByte >= STALL_MS) bootFailed?.(new Error(`${name} stalled`));
+      else watchStall(name);
+    }, 100);
   }, STALL_MS);
 }
 // Watch a response's bytes arrive on a copy of it (reading the copy as fast as the network

@@ -9,7 +9,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from browsing import ANSWER_TIMEOUT_MS, Reader, result, serve_answer, with_widget_config
+import pytest
+from browsing import (
+    ANSWER_TIMEOUT_MS,
+    Reader,
+    file_server,
+    mkdocs_build,
+    result,
+    serve_answer,
+    with_widget_config,
+)
 from playwright.sync_api import Page, Route, expect
 
 STRINGS = json.loads((Path(__file__).parents[2] / "widget/i18n/en.json").read_text("utf-8"))
@@ -44,6 +53,26 @@ def test_a_question_typed_in_search_is_asked_at_once(reader: Reader) -> None:
     page.locator(".dp-search").click()
     assert reader.wait_answer().get_attribute("data-kind") == "passages"
     assert [a["question"] for a in reader.asks()] == [COVERED]
+
+
+@pytest.mark.parametrize("theme", ["mkdocs", "readthedocs"])
+def test_the_built_in_themes_search_hands_over_too(page: Page, make_site: Any, theme: str) -> None:
+    pages = {"index.md": "# Home\n\nLeave pages out with the exclude option.\n"}
+    config = make_site(pages, {"endpoint": "browser"}, theme={"name": theme})
+    done = mkdocs_build(config)
+    assert done.returncode == 0, done.stderr
+    with file_server(config.parent / "site") as base:
+        page.goto(base + "/")
+        if theme == "mkdocs":  # its search box is in a dialog the navigation bar opens
+            page.get_by_role("link", name="Search").click()
+            page.locator("#mkdocs-search-query").fill("exclude pages")
+        else:  # the sidebar's box, whose results are a page of their own
+            page.locator("#rtd-search-form [name=q]").fill("exclude pages")
+        entry = page.locator(".dp-search")
+        expect(entry).to_have_text(f"{STRINGS['search_ask']}: “exclude pages”")
+        entry.click()
+        expect(page.locator(".dp-input")).to_have_value("exclude pages")
+        expect(page.locator(".dp-input")).to_be_focused()
 
 
 def test_ask_about_this_page_starts_a_question_naming_it(reader: Reader) -> None:

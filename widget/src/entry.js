@@ -5,33 +5,36 @@ import { CONFIG, T } from "./config.js";
 import { el, button } from "./dom.js";
 import { copied } from "./controls.js";
 
-// The search box and the results box of each theme: Material's, then the built-in `mkdocs`
-// and `readthedocs` themes' (whose search page takes the query as ?q=).
+// The search box of each theme and what the entry goes before: Material's results, the
+// built-in `mkdocs` theme's results (in its search dialog), and, `after` set, the
+// `readthedocs` theme's sidebar form (its results are on a page of their own).
 const SEARCHES = [
   [".md-search__input", ".md-search-result"],
   ["#mkdocs-search-query", "#mkdocs-search-results"],
-  ["#rtd-search-form [name=q]", "#search-results"],
+  ["#rtd-search-form [name=q]", "#rtd-search-form", true],
 ];
 
 /** An entry above the search results, "Ask the docs assistant: “query”", that hands the
  * query to `widget.handoff` (which keeps a keyword query as a draft). */
 export function searchHandoff(widget) {
-  for (const [input, results] of SEARCHES) {
+  for (const [input, results, after] of SEARCHES) {
     const box = document.querySelector(input);
     const list = document.querySelector(results);
     if (!CONFIG.search_handoff || !box || !list) continue;
-    const query = () => box.value.trim() || new URLSearchParams(location.search).get("q")?.trim() || "";
+    const query = () => box.value.trim();
     const entry = button("dp-search", null, () => {
-      // Material's search closes as a reader leaves it for the panel.
+      // The theme's search closes as a reader leaves it for the panel (Material's toggle,
+      // the mkdocs theme's modal).
       const toggle = document.getElementById("__search");
       if (toggle?.checked) toggle.click();
+      entry.closest(".modal")?.querySelector("[data-dismiss=modal], [data-bs-dismiss=modal]")?.click();
       widget.handoff(query());
     });
     const show = () => {
       entry.hidden = !query();
       entry.replaceChildren(el("strong", null, `${T.search_ask}: `), `“${query()}”`);
     };
-    list.before(entry);
+    after ? list.after(entry) : list.before(entry);
     box.addEventListener("input", show);
     show();
   }

@@ -13,6 +13,7 @@
  *   client.js    the Pyodide worker, finding the runtime, the SSE stream
  *   storage.js   the kept conversation, past ones, consent
  *   controls.js  feedback, copy, actions, refusal links, quoting
+ *   entry.js     the search hand-off, "Ask about this page", "Copy this page"
  *   panel.js     launcher, dialog, question box, open/close/dock, keyboard
  *   chat.js      asking and drawing turns
  *
