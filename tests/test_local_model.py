@@ -38,7 +38,7 @@ TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[control.Running]:
     state = tmp_path_factory.mktemp("local-model") / "engine.json"
     try:
-        running = control.start(state, QWEN_05B.key, ctx=CTX, threads=2, sse_ping=PING)
+        running = control.start(state, QWEN_05B.key, ctx=CTX, threads=1, sse_ping=PING)
     except (InstallError, control.EngineError) as exc:
         pytest.fail(f"the local model could not be installed or started: {exc}")
     yield running

@@ -97,7 +97,7 @@ def start(
     state: Path,
     model_key: str,
     ctx: int = 4096,
-    threads: int = 2,
+    threads: int = 1,
     parallel: int = 1,
     port: int = 0,
     timeout: float = START_TIMEOUT,
