@@ -134,7 +134,7 @@ def load_questions(site: Path, path: Path, answerable: int, uncovered: int,
     )
     results = [json.loads(line) for line in done.stdout.splitlines()]
     sys.path.insert(0, str(ROOT / "runtime"))
-    from docpilot_runtime.bundle import load_bundle
+    from docpilot_runtime.bundle.read import load_bundle
 
     bundle = load_bundle(site)
     by_id = {u.id: u for u in bundle.units}
@@ -198,16 +198,16 @@ def body_for(profile: str, q: Question) -> dict[str, Any]:
 
 
 def primed_body(q: Question) -> dict[str, Any]:
-    """What the runtime's ProviderRun sends for a first step (answer.py, prompt.py, tools.py)."""
+    """What the runtime's ProviderRun sends for a first step (answer/, prompt.py, tools.py)."""
     sys.path.insert(0, str(ROOT / "runtime"))
-    from docpilot_runtime.prompt import (
+    from docpilot_runtime.answer.prompt import (
         PLATFORM_RULES,
         Excerpt,
         first_message,
         render_excerpt,
         site_profile,
     )
-    from docpilot_runtime.tools import _REQUIRED, BUILTIN_TOOLS, _schema
+    from docpilot_runtime.answer.tools import _REQUIRED, BUILTIN_TOOLS, _schema
 
     excerpts = "\n".join(
         render_excerpt(Excerpt(u.id, u.title, u.url, u.text), False) for u in q.units[:6]
@@ -617,7 +617,7 @@ def smoke() -> None:
 def table_from_logs(site: Path, logs: list[Path]) -> None:
     """Judge logged replies again (the judging rules can change without re-running)."""
     sys.path.insert(0, str(ROOT / "runtime"))
-    from docpilot_runtime.bundle import load_bundle
+    from docpilot_runtime.bundle.read import load_bundle
 
     by_id = {u.id: u for u in load_bundle(site).units}
     gold = {}
