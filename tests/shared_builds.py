@@ -94,12 +94,9 @@ class SharedBuild:
     site it wrote and what `mkdocs build` printed."""
 
     folder: Path
+    site: Path
     stdout: str
     stderr: str
-
-    @property
-    def site(self) -> Path:
-        return self.folder / "site"
 
     def copy_to(self, target: Path) -> Path:
         """A private copy of the built site, for a test that changes it."""
@@ -130,9 +127,10 @@ class SiteBuilds:
         key: Mapping[str, Any],
         build: Callable[[Path], subprocess.CompletedProcess[str]],
         inputs: Iterable[Path] = (),
+        site: str = "site",
     ) -> SharedBuild:
         """The build ``build(folder)`` makes in an empty ``folder`` (its site in
-        ``folder/site``), run once per ``key`` and content of ``inputs``: ``key`` must name
+        ``folder/<site>``), run once per ``key`` and content of ``inputs``: ``key`` must name
         everything the build writes or reads besides ``inputs`` and the package."""
         name = content_digest(inputs, json.dumps(key, sort_keys=True, default=str))
         folder = self.builds / name
@@ -147,16 +145,16 @@ class SiteBuilds:
                     shutil.rmtree(folder, ignore_errors=True)
                     raise
                 written = {"key": key, "stdout": done.stdout, "stderr": done.stderr,
-                           "files": _manifest(folder / "site")}
+                           "files": _manifest(folder / site)}
                 partial = folder / (RESULT + ".tmp")
                 partial.write_text(json.dumps(written, default=str), encoding="utf-8")
                 partial.replace(result)
             recorded = json.loads(result.read_text(encoding="utf-8"))
-        changed = _changed(recorded["files"], _manifest(folder / "site"))
+        changed = _changed(recorded["files"], _manifest(folder / site))
         if changed:
             pytest.fail(f"a test changed the shared build {folder} ({key}): "
                         f"{', '.join(changed[:5])}; copy it first (SharedBuild.copy_to)")
-        return SharedBuild(folder, recorded["stdout"], recorded["stderr"])
+        return SharedBuild(folder, folder / site, recorded["stdout"], recorded["stderr"])
 
 
 def _changed(recorded: dict[str, list[int]], now: dict[str, list[int]]) -> list[str]:
