@@ -3,11 +3,13 @@ process of a session (shared_builds.py)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from browsing import SCREENSHOTS
 from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build, reduced_config
 from shared_builds import SharedBuild, SharedSite, SiteBuilds
 
@@ -22,9 +24,11 @@ def _builds_root(config: pytest.Config) -> Path:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Before any test (in the controlling process): drop builds of another source."""
+    """Before any test, once (in pytest-xdist's controlling process, not in each worker):
+    drop shared builds of another source and the last session's screenshots."""
     if not hasattr(session.config, "workerinput"):
         SiteBuilds(_builds_root(session.config)).remove_other_sources()
+        shutil.rmtree(SCREENSHOTS, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
