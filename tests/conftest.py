@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 from browsing import SCREENSHOTS
-from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build, reduced_config
-from shared_builds import SharedBuild, SharedSite, SiteBuilds
+from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build
+from shared_builds import SharedBuild, SharedSite, SiteBuilds, reduced_site
 
 
 def _builds_root(config: pytest.Config) -> Path:
@@ -106,8 +106,4 @@ def example_site(site_builds: SiteBuilds) -> Path:
 @pytest.fixture(scope="session")
 def material_site(site_builds: SiteBuilds) -> Path:
     """The Material for MkDocs corpus built once through the plugin."""
-    return site_builds.get(
-        {"material": "reduced_config"},
-        lambda folder: mkdocs_build(reduced_config(MATERIAL, folder, {"cache_dir": "cache"})),
-        inputs=[MATERIAL],
-    ).site
+    return reduced_site(site_builds, MATERIAL)

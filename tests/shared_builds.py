@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpora import ROOT
+from corpora import ROOT, mkdocs_build, reduced_config
 from filelock import FileLock
 
 # What a build runs: the plugin, the runtime it imports, the widget it copies, and the
@@ -160,3 +160,14 @@ class SiteBuilds:
 def _changed(recorded: dict[str, list[int]], now: dict[str, list[int]]) -> list[str]:
     """Files added, removed or rewritten since the build."""
     return sorted(p for p in recorded.keys() | now.keys() if recorded.get(p) != now.get(p))
+
+
+def reduced_site(builds: SiteBuilds, corpus: Path, plugin: dict[str, Any] | None = None) -> Path:
+    """``corpus`` built with `reduced_config` and the plugin's options ``plugin`` (its
+    embedding cache in the build's folder), once; the built site."""
+    options = {**(plugin or {}), "cache_dir": "cache"}
+    return builds.get(
+        {"reduced_config": corpus.name, "plugin": options},
+        lambda work: mkdocs_build(reduced_config(corpus, work, options)),
+        inputs=[corpus],
+    ).site
