@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from browsing import SCREENSHOTS
+from browsing import SCREENSHOTS, is_browser_test
 from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build
 from shared_builds import SharedBuild, SharedSite, SiteBuilds, reduced_site
 
@@ -29,6 +29,25 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):
         SiteBuilds(_builds_root(session.config)).remove_other_sources()
         shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` (scripts/test.sh), with two changes: the Chromium tests are
+    handed out one by one, after every other test (each worker still runs them last, as
+    tests/chromium/conftest.py orders them), and the other tests by module in collection
+    order (never re-sorted by size: that could send a Chromium test first). A module's
+    tests on one worker set its module fixtures (runtimes, servers) up once."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesThenBrowserTests(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if is_browser_test(nodeid) else nodeid.split("::", 1)[0]
+
+    config.option.loadscopereorder = False
+    return ModulesThenBrowserTests(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,7 @@ from browsing import (
     SLOW_STREAM,
     Reader,
     file_server,
+    is_browser_test,
     mkdocs_build,
     sitemap_xml,
     sse,
@@ -63,6 +64,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if here in Path(str(item.fspath)).parents and "page" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
             browser.append(item)
+    # pytest-xdist's scheduler (tests/conftest.py) tells them apart by node id alone.
+    named = {item.nodeid for item in items if is_browser_test(item.nodeid)}
+    if named != {item.nodeid for item in browser}:
+        raise pytest.UsageError(
+            "browsing.is_browser_test disagrees with the tests that use `page`: "
+            + ", ".join(sorted(named ^ {item.nodeid for item in browser})[:5])
+        )
     items[:] = [item for item in items if item not in browser] + browser
 
 
