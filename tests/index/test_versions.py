@@ -28,7 +28,7 @@ from i18n_sites import _site as i18n_site
 from servers.runtime import serve_app
 from servers.static_host import StaticHost
 from versioned_sites import QUESTION, V1, deploy_versions, git, mike
-from versioned_sites import versioned_site as versioned_site  # a module fixture (mike)
+from versioned_sites import versioned_site as versioned_site  # module fixture (mike)
 
 
 def ask(runtime: Runtime, page: str) -> tuple[str, list[str], str]:
@@ -140,7 +140,9 @@ def aliased_versions(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
                      ) -> Path:
     """1.0 and 2.0 with `latest` -> 2.0 as mike 2.x makes it by default (a symlink) and as
     a copy (the redirect alias is `versioned_site`'s)."""
-    return deploy_versions(tmp_path_factory.mktemp("aliased"), request.param)
+    work = tmp_path_factory.mktemp("aliased")
+    deploy_versions(work, request.param)
+    return work / "published"
 
 
 def test_a_reader_on_an_alias_gets_answers_from_the_version_it_points_at(
