@@ -161,6 +161,31 @@ def write_preview_health(folder: Path) -> None:
     path.write_text(PREVIEW_HEALTH, encoding="utf-8")
 
 
+# Material's offline plugin builds a site to be opened from disk (file://), where browsers
+# refuse module scripts, workers and fetches: the widget cannot start there. The build says
+# so, and each page says it in the browser's console instead of staying silent.
+OFFLINE_WARNING = (
+    "Material's offline plugin is on: pages opened from disk (file://) cannot start the "
+    "assistant, because browsers refuse module scripts, workers and downloads from file:// "
+    "pages; the widget works wherever the site is served over HTTP. For a build meant only "
+    "to be opened from disk, set `widget: false` under plugins.docpilot"
+)
+OFFLINE_NOTE = (
+    '<script>if (location.protocol === "file:") console.warn('
+    '"DocPilot: the assistant needs this site served over HTTP; opened from a file '
+    '(file://) it cannot start.");</script>\n'
+)
+
+
+def offline_plugin_on(config: MkDocsConfig) -> bool:
+    """Whether Material's offline plugin is enabled in this build."""
+    return any(
+        type(plugin).__module__.startswith("material.plugins.offline")
+        and bool(getattr(plugin, "config", {}).get("enabled", True))
+        for plugin in config.plugins.values()
+    )
+
+
 def docs_version() -> str:
     """The version being built when mike deploys one (it sets ``MIKE_DOCS_VERSION`` for
     the ``mkdocs build`` it runs into the version's folder), else ""."""
@@ -192,6 +217,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         self._embedder_key: object = None
         self.nav: list[tuple[str, str]] = []
         self.serve = False
+        self.offline = False  # Material's offline plugin is on (see OFFLINE_WARNING)
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         # Defining on_startup keeps this object alive across `mkdocs serve` rebuilds,
@@ -224,6 +250,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
             )
         except OptionsError as exc:
             raise PluginError(str(exc)) from None
+        self.offline = self.widget is not None and offline_plugin_on(config)
         return config
 
     def on_pre_build(self, *, config: MkDocsConfig) -> None:
@@ -269,7 +296,8 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         if excluded and "<head>" in output:
             output = output.replace("<head>", f"<head>\n{NOINDEX_META}", 1)
         if self.widget is not None:
-            output = inject(output, widget_tags(self.widget, script_src(self.pages[-1].url)))
+            tags = widget_tags(self.widget, script_src(self.pages[-1].url))
+            output = inject(output, tags + OFFLINE_NOTE if self.offline else tags)
         return output
 
     def _label(self, src: str) -> str:
@@ -329,6 +357,8 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
             log.info(where + _NAMED.sub("", line, count=1))
         if result.report.units == 0:
             log.warning(empty_index_warning(self.pages, folder, self.options.exclude))
+        if self.offline:
+            log.warning(OFFLINE_WARNING)
         # Every build lists its bundle in the site root's manifest: a language's build adds
         # its prefix beside the others; a mike build names the version it deploys.
         language = self.language[1] if self.language else str(config.theme.get("language") or "")
