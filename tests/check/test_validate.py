@@ -22,7 +22,7 @@ from docpilot_runtime.shared.markdown_tree import MAX_DEPTH, Node, text_of
 from docpilot_runtime.shared.types import Citation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from markdown_it import MarkdownIt
+from markdown_contract import REFERENCE_READER
 
 PAGES = [
     Page("/", "DocPilot", frozenset({"docpilot", "what-a-reader-gets"})),
@@ -42,7 +42,7 @@ def check(markdown: str, **kwargs: object) -> ValidatedAnswer:
     return validate_answer(markdown, EMITTED, PAGES, **kwargs)  # type: ignore[arg-type]
 
 
-COMMONMARK = MarkdownIt("commonmark")  # a stock reader: raw HTML and references on
+COMMONMARK = REFERENCE_READER
 
 
 def shown(result: ValidatedAnswer) -> str:
