@@ -5,12 +5,15 @@ One parser configuration serves the validator's first reading of the model's tex
 its second reading of its own output: CommonMark plus the GFM table and strikethrough
 rules; task list items read here (``- [x] done``: an item whose first paragraph starts
 with ``[ ]``, ``[x]`` or ``[X]`` and a space, as markdown-it's task list plugins read
-them); raw HTML off (``<script>`` is text); link reference definitions off (a later
-``[x]: url`` line can never turn earlier brackets into a link, which is what lets the
-validator release text block by block); nesting bounded. What the tree may hold is
-decided by the caller's hooks: the text of each text run (citations), each link's URL
-(the page set) and each code's text. A table too deep to keep its four levels is read
-as one paragraph per row, its cells joined by " | ".
+them); raw HTML read as HTML so that it degrades to its text content (`raw_html`: a
+tag never renders and never prints); every link's URL handed to the caller, whatever
+its scheme (a ``javascript:`` link the caller rejects shows its label, not its
+source); link reference definitions off (a later ``[x]: url`` line can never turn
+earlier brackets into a link, which is what lets the validator release text block by
+block); nesting bounded. What the tree may hold is decided by the caller's hooks: the
+text of each text run (citations), each link's URL (the page set) and each code's
+text. A table too deep to keep its four levels is read as one paragraph per row, its
+cells joined by " | ".
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from docpilot_runtime.check.raw_html import drop_tag_text, text_content
 from docpilot_runtime.shared.markdown_tree import (
     ALIGNMENTS,
     MAX_CONTAINER_DEPTH,
@@ -35,11 +39,23 @@ from docpilot_runtime.shared.markdown_tree import (
 # markdown-it-py recurses once per nested block; past this depth it drops the rest.
 PARSER_NESTING = 20
 
+
+
+class _Reader(MarkdownIt):
+    def validateLink(self, url: str) -> bool:
+        """Every link is a link here: the caller's hook decides what it may keep."""
+        return True
+
+
 _PARSER = (
-    MarkdownIt("commonmark", {"html": False, "maxNesting": PARSER_NESTING})
+    _Reader("commonmark", {"html": True, "maxNesting": PARSER_NESTING})
     .enable(["table", "strikethrough"])
     .disable("reference")
 )
+# A character reference to a private-use character: the validator's placeholders are
+# such characters, so none may be written (it reads as U+FFFD instead).
+_REFERENCE = re.compile(r"&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));")
+_PRIVATE_USE = range(0xE000, 0xF900)
 _CONTAINER_TAGS = ("blockquote", "ul", "ol", "li")
 _INLINE_MAX = 4  # em/strong/del/a levels inside a block
 _TASK = re.compile(r"\[([ xX])\] ")  # a task list item's first characters (raw)
@@ -49,9 +65,14 @@ _MARK_CLOSES = ("em_close", "strong_close", "s_close")
 _TABLE_OPENS = ("table_open", "thead_open", "tbody_open", "tr_open", "th_open", "td_open")
 
 
+def _no_private_reference(match: re.Match[str]) -> str:
+    number = int(match.group(1), 16) if match.group(1) else int(match.group(2))
+    return "&#xFFFD;" if number in _PRIVATE_USE else match.group()
+
+
 def parse(markdown: str) -> list[Token]:
-    """The CommonMark tokens of ``markdown`` under the one configuration."""
-    return _PARSER.parse(markdown)
+    """The tokens of ``markdown`` under the one configuration."""
+    return _PARSER.parse(_REFERENCE.sub(_no_private_reference, markdown))
 
 
 @dataclass
@@ -158,6 +179,8 @@ class _Builder:
             elif kind == "image":
                 # No images: a reader sees the alt text (a beacon cannot load).
                 self.inline(token.children or [])
+            elif kind == "html_inline":
+                continue  # a tag: the text around and inside it stays
             elif token.content:
                 for node in self.hooks.text(token.content):
                     self.append(node)
@@ -221,6 +244,13 @@ class _Builder:
                 self.append(node)
             elif kind == "hr":
                 self.append({"t": "hr"})
+            elif kind == "html_block":
+                shown = text_content(token.content)
+                if shown:
+                    self.open("p")
+                    for piece in self.hooks.text(shown):
+                        self.append(piece)
+                    self.close()
             elif token.nesting == 1:
                 tag = token.tag
                 attrs: dict[str, Any] = {}
@@ -256,5 +286,6 @@ def _finish(nodes: list[Node]) -> list[Node]:
 
 
 def to_tree(tokens: list[Token], hooks: Hooks) -> list[Node]:
-    """The element tree of ``tokens``: only allowed elements, at most MAX_DEPTH deep."""
-    return _Builder(hooks).build(tokens)
+    """The element tree of ``tokens``: only allowed elements, at most MAX_DEPTH deep, no
+    text outside code that reads as a tag."""
+    return drop_tag_text(_Builder(hooks).build(tokens))
