@@ -434,11 +434,12 @@ def test_a_long_paragraph_streams_as_validated_drafts() -> None:
     assert pieces[-1].draft == [] and "".join(p.markdown for p in pieces) == check(text).markdown
 
 
-def test_a_cited_paragraph_shows_as_soon_as_its_blank_line_arrives() -> None:
+def test_a_cited_paragraph_settles_as_soon_as_its_blank_line_arrives() -> None:
     validator = StreamValidator(EMITTED, PAGES)
-    assert validator.feed(f"Run it {ASK}.\n") is None  # a setext underline could follow
+    shown = validator.feed(f"Run it {ASK}.\n")  # a draft: a setext underline could follow
+    assert shown is not None and shown.blocks == [] and text_of(shown.draft) == "Run it [1]."
     piece = validator.feed("\n")
-    assert piece is not None and text_of(piece.blocks) == "Run it [1]."
+    assert piece is not None and text_of(piece.blocks) == "Run it [1]." and piece.draft == []
 
 
 def test_a_list_is_released_once_the_next_block_begins_outside_it() -> None:
@@ -459,6 +460,23 @@ def test_nothing_is_released_before_the_first_valid_citation() -> None:
     piece = validator.feed(f"one {ASK}.\n\nAfter.\n\n")
     assert piece is not None and piece.markdown.startswith("An opening paragraph")
     assert validator.cited
+
+
+def test_text_shows_the_moment_its_first_citation_arrives() -> None:
+    """A model that cites late in a block: what came before shows with the marker's
+    closing bracket, not at the block's end."""
+    validator = StreamValidator(EMITTED, PAGES)
+    assert validator.feed("An opening paragraph, uncited.\n\n- a list item\n- and ") is None
+    assert validator.feed(f"then one that cites {ASK[:-1]}") is None  # not a marker yet
+    piece = validator.feed("]")
+    assert piece is not None and text_of(piece.blocks) == "An opening paragraph, uncited."
+    assert text_of(piece.draft) == "a list itemand then one that cites [1]"
+
+
+def test_a_marker_naming_nothing_emitted_shows_nothing_early() -> None:
+    validator = StreamValidator(EMITTED, PAGES)
+    assert validator.feed("Text that cites [[/made/up/]] and ") is None
+    assert validator.feed("`[[/reference/cli/#ask]]` only in code, then more") is None
 
 
 def test_an_uncited_answer_is_never_shown() -> None:
