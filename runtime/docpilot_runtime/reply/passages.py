@@ -1,5 +1,6 @@
-"""The `passages` answer: the best excerpts, each cited, quoting the sentences most
-relevant to the question. Used when no model is configured (or none answered).
+"""The `passages` answer: the best excerpts, each cited, quoting the sentence most
+relevant to the question with its best neighbour (`sentences`). Used when no model is
+configured (or none answered).
 
 Every excerpt it quotes ends with a citation marker; the one line of its own is the
 framing before them, saying (in the reader's language) that these are quotes. It builds
@@ -17,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from docpilot_runtime.retrieve.tokenize import query_terms, tokenize
+from docpilot_runtime.reply.sentences import overlap, quoted_sentences, split_sentences
+from docpilot_runtime.retrieve.tokenize import FUNCTION_WORDS, query_terms
 from docpilot_runtime.shared.fences import fenced_blocks, open_fence
 from docpilot_runtime.shared.framing import ENGLISH, Framing
 from docpilot_runtime.shared.markdown_tree import (
@@ -28,8 +30,6 @@ from docpilot_runtime.shared.markdown_tree import (
     trusted_inline,
 )
 
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
-MAX_SENTENCES = 2
 MAX_CODE_CHARS = 600
 MAX_SENTENCE_CHARS = 400
 EXCERPT_CHARS = 200  # a citation's preview of its section
@@ -64,7 +64,9 @@ def _table(lines: list[str]) -> Table:
     return [row for row in rows if not all(_DELIMITER_CELL.fullmatch(c) for c in row)]
 
 
-def _prose_and_code(text: str) -> tuple[list[str], list[str], list[Table]]:
+def _prose_and_code(text: str) -> tuple[list[list[str]], list[str], list[Table]]:
+    """The sentences of each paragraph and list item, the fenced code blocks and the
+    tables of a unit's text."""
     lines = text.split("\n")
     code: list[str] = []
     fenced: set[int] = set()
@@ -74,7 +76,7 @@ def _prose_and_code(text: str) -> tuple[list[str], list[str], list[Table]]:
         code.append("\n".join(lines[found.start : found.end + 1]))
         fenced.update(range(found.start, found.end + 1))
     prose = "\n".join("" if i in fenced else line for i, line in enumerate(lines))
-    sentences: list[str] = []
+    sentences: list[list[str]] = []
     tables: list[Table] = []
     for block in re.split(r"\n\s*\n", prose):
         lines = [line.strip() for line in block.splitlines() if line.strip()]
@@ -92,13 +94,8 @@ def _prose_and_code(text: str) -> tuple[list[str], list[str], list[Table]]:
                 parts.append(line[2:] if line.startswith("- ") else line)
             else:
                 parts[-1] += " " + line
-        for part in parts:
-            sentences.extend(s.strip() for s in _SENTENCE.split(part) if s.strip())
-    return sentences, code, tables
-
-
-def _overlap(terms: set[str], text: str) -> int:
-    return len(terms & set(tokenize(text)))
+        sentences.extend(split_sentences(part) for part in parts)
+    return [block for block in sentences if block], code, tables
 
 
 @dataclass(frozen=True)
@@ -114,27 +111,25 @@ def _table_excerpt(terms: set[str], table: Table) -> Table:
     """The header and the body rows that share most terms with the question (the first
     rows when none shares any), at most MAX_TABLE_ROWS, in their order."""
     header, body = table[0], table[1:]
-    overlaps = [_overlap(terms, " ".join(row)) for row in body]
+    overlaps = [overlap(terms, " ".join(row)) for row in body]
     best = max(overlaps, default=0)
     rows = [i for i, overlap in enumerate(overlaps) if overlap == best][:MAX_TABLE_ROWS]
     return [header, *(body[i] for i in rows)]
 
 
 def excerpt_of(question: str, text: str) -> Excerpt:
-    """The sentences of ``text`` that share most terms with the question (in their
-    original order); its first table that shares terms with it (or the first table of a
-    section without prose); and its first code block when the code shares terms too."""
-    terms = set(query_terms(question))
+    """The sentence of ``text`` that shares most terms with the question, with its best
+    neighbour (`quoted_sentences`); its first table that shares terms with it (or the
+    first table of a section without prose); and its first code block when the code
+    shares terms too."""
+    terms = set(query_terms(question)) - FUNCTION_WORDS  # "are" matches nothing
     sentences, code, tables = _prose_and_code(text)
-    scored = sorted(range(len(sentences)), key=lambda i: (-_overlap(terms, sentences[i]), i))[
-        :MAX_SENTENCES
-    ]
-    chosen = [sentences[i][:MAX_SENTENCE_CHARS] for i in sorted(scored)]
-    table = next((t for t in tables if _overlap(terms, " ".join(map(" ".join, t)))), None)
+    chosen = quoted_sentences(terms, sentences, MAX_SENTENCE_CHARS)
+    table = next((t for t in tables if overlap(terms, " ".join(map(" ".join, t)))), None)
     if table is None and tables and not chosen:
         table = tables[0]
     block = ""
-    if code and (not chosen or _overlap(terms, code[0]) > 0) and len(code[0]) <= MAX_CODE_CHARS:
+    if code and (not chosen or overlap(terms, code[0]) > 0) and len(code[0]) <= MAX_CODE_CHARS:
         block = code[0]
     return Excerpt(" ".join(chosen), _table_excerpt(terms, table) if table else [], block)
 
