@@ -10,15 +10,8 @@ from typing import Any
 import yaml
 from docpilot_runtime.bundle.schema import Page
 from docpilot_runtime.check.validate import Source, ValidatedAnswer, validate_answer
-from markdown_it import MarkdownIt
-from mdit_py_plugins.tasklists import tasklists_plugin
 
 FIXTURE = Path(__file__).with_name("markdown_contract.yaml")
-# A stock reader of the contract's dialect (CommonMark, GFM tables, strikethrough and task
-# lists), raw HTML and link references on: the reference a careless renderer would be.
-REFERENCE_READER = (
-    MarkdownIt("commonmark").enable(["table", "strikethrough"]).use(tasklists_plugin)
-)
 
 
 @dataclass(frozen=True)

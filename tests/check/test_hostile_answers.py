@@ -13,7 +13,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from docpilot_runtime.shared.markdown_tree import Node, text_of
 from hostile_answers import TAG_TEXT, hostile_answers
-from markdown_contract import EXCERPT_URLS, PAGES, REFERENCE_READER, validate
+from markdown_contract import EXCERPT_URLS, PAGES, validate
+from reference_reader import REFERENCE_READER
 
 ANSWERS = hostile_answers()
 # What a careless reader may draw from the shipped Markdown: the contract's own elements.

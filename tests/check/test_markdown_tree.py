@@ -21,7 +21,7 @@ from docpilot_runtime.shared.markdown_tree import (
     trusted_blocks,
 )
 from docpilot_runtime.shared.types import PageRef, Result
-from markdown_contract import REFERENCE_READER
+from reference_reader import REFERENCE_READER
 
 COMMONMARK = REFERENCE_READER
 

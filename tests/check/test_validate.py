@@ -22,7 +22,7 @@ from docpilot_runtime.shared.markdown_tree import MAX_DEPTH, Node, text_of
 from docpilot_runtime.shared.types import Citation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from markdown_contract import REFERENCE_READER
+from reference_reader import REFERENCE_READER
 
 PAGES = [
     Page("/", "DocPilot", frozenset({"docpilot", "what-a-reader-gets"})),

@@ -16,8 +16,8 @@ from docpilot_runtime.bundle.schema import Page as BundlePage
 from docpilot_runtime.check.validate import Source, ValidatedAnswer, validate_answer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from markdown_contract import REFERENCE_READER
 from playwright.sync_api import Page
+from reference_reader import REFERENCE_READER
 
 PAGES = [
     BundlePage("/", "Home", frozenset({"intro"})),

@@ -89,7 +89,7 @@ def quoted_sentences(terms: set[str], blocks: Sequence[Sequence[str]], limit: in
     if not places:
         return []
     scores = {place: overlap(terms, blocks[place[0]][place[1]]) for place in places}
-    block, best = max(places, key=lambda place: (scores[place], -places.index(place)))
+    block, best = max(places, key=lambda place: scores[place])  # the first of the best
     sentences = blocks[block]
     around = [i for i in (best - 1, best + 1) if 0 <= i < len(sentences)]
     ranked = sorted(around, key=lambda i: (-scores[(block, i)], i))
