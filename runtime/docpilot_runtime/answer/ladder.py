@@ -41,7 +41,6 @@ log = logging.getLogger("docpilot.answer")
 Progress = Callable[[str, dict[str, Any]], Awaitable[None]]
 PRIMED_UNITS = 6
 SUMMARY_CHARS = 600
-QUERY_CHARS = 80
 LAST_STEP_NOTE = "\n\n(This was the last tool step: call the answer tool now.)"
 
 
@@ -242,12 +241,11 @@ class ProviderRun:
 
     async def _announce(self, call: ToolCall) -> None:
         args = call.arguments or {}
-        # Built by us from bounded values: a tool the site does not declare is never
-        # named, and a query is one short line of plain text.
+        # Built by us from the site's own words: no text the model wrote (its search query
+        # could repeat an injected page), and a tool the site does not declare is never named.
         words = self.framing
         if call.name == "search_docs":
-            query = _bounded_line(str(args.get("query", "")), QUERY_CHARS)
-            message = _fill(words.searching_for, "{query}", query) if query else words.searching
+            message = words.searching
         elif call.name in ("fetch_section", "expand_section"):
             row = self.site.unit_rows.get(str(args.get("id", "")))
             if row is None:
