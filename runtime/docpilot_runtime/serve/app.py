@@ -48,6 +48,7 @@ from docpilot_runtime.serve.bundle_swap import (
     reload_endpoint,
     reload_secret,
 )
+from docpilot_runtime.serve.connections import ConnectionBudget, guard_of
 from docpilot_runtime.serve.feedback import FeedbackStore, feedback
 from docpilot_runtime.serve.mcp import MCP_PATH, http_mount
 from docpilot_runtime.serve.metrics import CONTENT_TYPE, CountedProvider, RuntimeMetrics, authorized
@@ -64,8 +65,13 @@ SETTLE_SECONDS = 10.0  # at shutdown, how long second opinions may still finish
 
 
 async def health(request: Request) -> Response:
-    """`GET /api/health`: what is loaded (bundle hash, units, embedder, mode)."""
-    return JSONResponse(runtime_of(request).health(), headers={"Cache-Control": "no-store"})
+    """`GET /api/health`: what is loaded (bundle hash, units, embedder, mode), and under
+    `docpilot serve` the open connections and whether their limit is full."""
+    body = runtime_of(request).health()
+    guard = guard_of(request.scope)
+    if guard is not None:
+        body["connections"] = guard.report()
+    return JSONResponse(body, headers={"Cache-Control": "no-store"})
 
 
 def queue_depths(runtime: Runtime) -> dict[str, int | None]:
@@ -186,6 +192,8 @@ def build_app(
         # Headers outermost after that, so the 500 of JSONServerErrors carries them too.
         Middleware(SecurityHeaders, settings=settings.headers),
         Middleware(JSONServerErrors),
+        # Past the connection limit the API answers 503; pages, health, metrics go on.
+        Middleware(ConnectionBudget),
         Middleware(
             CORSMiddleware,
             allow_origins=list(settings.cors_origins),

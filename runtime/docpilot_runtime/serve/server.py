@@ -1,9 +1,12 @@
 """How `docpilot serve` runs uvicorn: connection limits and log lines that keep secrets out.
 
-- ``limit_concurrency`` (`[limits] max_connections`): past it uvicorn answers 503
-  instead of accepting every connection a flood opens;
+- uvicorn's h11 protocol with the bounds of `connections` (`[limits] max_connections`,
+  `max_connections_per_client`, `request_head_seconds`): a request head has a deadline,
+  one client a share of the connections, the server a ceiling, and past the limit the
+  site, health and metrics are still served while the API answers 503;
 - small h11 buffers: a request head over 16 KiB is refused, and idle keep-alive
-  connections close after 5 s (request bodies have their own deadline in the app);
+  connections close after `request_head_seconds` (request bodies have their own
+  deadline in the app, `body_read_seconds`);
 - the access log records the path without its query string (a query can carry a
   token or a question), and every log line of the process passes a filter that
   replaces a credential-shaped value with ``[redacted KIND]``.
@@ -11,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 from typing import Any
@@ -19,10 +23,10 @@ from urllib.parse import unquote
 import uvicorn
 
 from docpilot_runtime.screen.credentials import find_credential
+from docpilot_runtime.serve.connections import ConnectionLimits, GuardedH11Protocol
 from docpilot_runtime.settings.load import Settings
 
 MAX_HEAD_BYTES = 16_384
-KEEP_ALIVE_SECONDS = 5
 MAX_REDACTIONS = 20  # per line: a bound on the work a hostile line can cause
 ACCESS_PATH_ARG = 2  # uvicorn's access record args: client, method, path, version, status
 
@@ -105,9 +109,13 @@ def uvicorn_config(
         # uvicorn would believe X-Forwarded-For from 127.0.0.1 on its own; the app
         # decides, from `[limits] trusted_proxies` (see caps.client_address).
         "proxy_headers": False,
-        "limit_concurrency": settings.caps.max_connections,
+        # The connection bounds; uvicorn's own limit_concurrency stays off (it would
+        # refuse health and the site too, and count idle connections forever).
+        "http": functools.partial(GuardedH11Protocol, limits=ConnectionLimits.of(settings.caps)),
         "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
-        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+        # One rule for a connection waiting for its next request: `request_head_seconds`
+        # (the head deadline of `connections` applies to it as well).
+        "timeout_keep_alive": settings.caps.request_head_seconds,
         "server_header": False,
         **extra,
     }

@@ -79,7 +79,9 @@ LIMITS = Table(
         Key("daily_spend_micro_usd", "int", 0, "model spend per UTC day for the whole process (every process with `shared`), in micro-USD (1,000,000 = 1 USD); once reached, turns settle as `passages` with `fallback_reason: spend_cap`; 0 = no cap", low=0),
         Key("public_usage", "bool", False, "results over HTTP carry `usage` (provider, model, tokens, cost); off, it is `null` there and kept in the log"),
         Key("body_read_seconds", "number", 10.0, "a request body must arrive within this many seconds, else `408`", low=0.1),
-        Key("max_connections", "int", 200, "connections `docpilot serve` handles at once; past it, `503`", low=1),
+        Key("max_connections", "int", 200, "API requests (`/api/ask`, feedback, `/mcp`, reloads) `docpilot serve` serves at once, a streamed answer counting until it ends; past it they answer `503`, while the site's pages, `/api/health` and `/metrics` are still served; open connections may reach this plus a reserve of a quarter more (at least 16), past which a new connection is answered `503` and closed", low=1),
+        Key("max_connections_per_client", "int", 32, "open connections from one client address; past it a new one is answered `503` and closed (a trusted proxy's own address is not capped); 0 = no cap", low=0),
+        Key("request_head_seconds", "number", 10.0, "a connection must send a whole request line and headers within this many seconds of opening or of its previous response, else it is closed (`408` when part of a head came)", low=0.1),
         Key("shared", "bool", False, "keep the caps and the day's spend in the records database (the `[records]` SQLite file, or PostgreSQL when `DOCPILOT_DATABASE_URL` is set), so every process serving the site counts against one cap: set it for `uvicorn --workers N` or several hosts (`docpilot serve --workers N` sets it); while the database is unreachable each process counts alone"),
     ),
 )
