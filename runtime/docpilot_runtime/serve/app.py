@@ -48,7 +48,7 @@ from docpilot_runtime.serve.bundle_swap import (
     reload_endpoint,
     reload_secret,
 )
-from docpilot_runtime.serve.connections import ConnectionBudget, guard_of
+from docpilot_runtime.serve.connections import API_PREFIXES, ConnectionBudget, guard_of
 from docpilot_runtime.serve.feedback import FeedbackStore, feedback
 from docpilot_runtime.serve.mcp import MCP_PATH, http_mount
 from docpilot_runtime.serve.metrics import CONTENT_TYPE, CountedProvider, RuntimeMetrics, authorized
@@ -109,9 +109,11 @@ def metrics_endpoint(metrics: RuntimeMetrics, token: str) -> Any:
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
-    """Routing errors (404, 405) as JSON under /api, as plain text for site pages."""
+    """Routing errors (404, 405) as JSON on the API's paths (/api/, /metrics, /mcp), as
+    plain text for site pages."""
     assert isinstance(exc, HTTPException)
-    if path_below(request.url.path, request.app.state.root_path).startswith("/api/"):
+    path = path_below(request.url.path, request.app.state.root_path)
+    if path.startswith(API_PREFIXES) or path == "/metrics":
         field = "method" if exc.status_code == 405 else "path"
         body = {"error": {"field": field, "message": exc.detail}}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
