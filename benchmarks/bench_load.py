@@ -54,8 +54,10 @@ def rss_mb(pid: int) -> float:
 
 def config_for(
     folder: Path, model: SlowChat, max_connections: int,
-    # Every reader comes from 127.0.0.1: no cap on connections per client.
-    limits: str = "max_connections_per_client = 0\nshared = true\n", extra: str = "",
+    # Every reader comes from 127.0.0.1: no cap on connections per client; a loaded client
+    # may take over 10 s to reuse its connection: a longer idle time.
+    limits: str = "max_connections_per_client = 0\nrequest_head_seconds = 60\nshared = true\n",
+    extra: str = "",
 ) -> Path:
     """The runtime's settings: records in ``folder``, rate caps raised, room for
     ``max_connections`` API requests, ``limits`` and ``extra`` lines, the scripted provider."""
