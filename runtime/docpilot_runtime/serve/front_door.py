@@ -235,9 +235,11 @@ class FrontDoor:
         except OSError:
             self._drop(sock, key)
             return
-        protocol.data_received(head)
-        if protocol.cycle is not None:  # one request per connection here
-            protocol.cycle.keep_alive = False
+        # One request per connection here, and the client is told so: the request reads as
+        # if it asked to close, so the answer carries `Connection: close` (a client that
+        # reused the connection for its next request would be reset).
+        line, _, rest = head.partition(b"\r\n")
+        protocol.data_received(line + b"\r\nConnection: close\r\n" + rest)
 
     def _adopt(self, sock: socket.socket, head: bytes, key: str) -> None:
         """In the main loop: serve the connection there, starting with ``head``."""
