@@ -41,6 +41,8 @@ from docpilot_runtime.limits.caps import Caps, MemoryCaps
 from docpilot_runtime.limits.shared import DatabaseCaps
 from docpilot_runtime.records import Recorder
 from docpilot_runtime.records.outbox import outbox_depth
+from docpilot_runtime.records.rescreen import Screen
+from docpilot_runtime.screen.credentials import check_version, find_credential
 from docpilot_runtime.serve.ask import ask
 from docpilot_runtime.serve.bundle_swap import (
     RELOAD_PATH,
@@ -72,6 +74,16 @@ async def health(request: Request) -> Response:
     if guard is not None:
         body["connections"] = guard.report()
     return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+
+def stored_text_screen() -> Screen:
+    """The credential check the records are swept with (what an older one missed)."""
+
+    def kind_of(text: str) -> str | None:
+        found = find_credential(text)
+        return found.kind if found is not None else None
+
+    return Screen(kind_of, check_version())
 
 
 def queue_depths(runtime: Runtime) -> dict[str, int | None]:
@@ -208,7 +220,8 @@ def build_app(
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         if settings.records.enabled and runtime.recorder is None:  # records: spool replayed
             base = Path(settings.source).parent if settings.source else None
-            runtime.recorder = Recorder(settings.records, base, webhooks=settings.webhooks)
+            runtime.recorder = Recorder(settings.records, base, webhooks=settings.webhooks,
+                                        screen=stored_text_screen())
             await runtime.recorder.start()
         shared = None
         if caps is None and settings.caps.shared:  # every worker counts against one cap
