@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(HERE))
-from bench_load import config_for  # noqa: E402
+from bench_load import config_for, rss_mb  # noqa: E402
 from common import tree_state  # noqa: E402
 from corpora import EXAMPLE_SITE, mkdocs_build  # noqa: E402
 from docpilot_runtime.bundle.read import load_bundle  # noqa: E402
@@ -204,6 +204,58 @@ async def readers_phase(
     return probes, len(flat), Counter(o.error for o in flat if not o.ok), seconds
 
 
+# ---------------------------------------------------------------------- MCP flood
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "bench", "version": "0"}}}
+
+
+def open_mcp_session(port: int, source: str) -> int:
+    """One `initialize` POSTed to /mcp from ``source`` on a fresh connection: its status."""
+    body = json.dumps(INITIALIZE).encode()
+    with socket.socket() as sock:
+        sock.bind((source, 0))
+        sock.settimeout(30)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n"
+                     b"Accept: application/json, text/event-stream\r\n"
+                     b"Content-Type: application/json\r\n"
+                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    return int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/") else 0
+
+
+def agent_seconds(port: int) -> tuple[int, float]:
+    """Another agent (127.0.0.1) opening a session: its status and seconds."""
+    started = time.perf_counter()
+    status = open_mcp_session(port, "127.0.0.1")
+    return status, time.perf_counter() - started
+
+
+@dataclass(frozen=True)
+class Flood:
+    statuses: Counter[str]
+    seconds: float
+    agent_status: int
+    agent_ms: float
+    rss_before: float
+    rss_after: float
+
+
+def mcp_phase(port: int, pid: int, sessions: int) -> Flood:
+    """One client (127.0.0.2) opens ``sessions`` sessions as fast as it can; then another
+    agent opens one. Statuses, seconds, and the runtime's RSS before and after."""
+    before = rss_mb(pid)
+    started = time.perf_counter()
+    statuses = Counter(str(open_mcp_session(port, HOSTILE)) for _ in range(sessions))
+    seconds = time.perf_counter() - started
+    agent_status, agent = agent_seconds(port)
+    return Flood(statuses, seconds, agent_status, agent * 1000, before, rss_mb(pid))
+
+
 def connections_report(port: int) -> dict[str, int]:
     """`/api/health`'s connection counts (refused, timed out since start)."""
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
@@ -235,6 +287,8 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=0.1, help="seconds between polls")
     parser.add_argument("--delay", type=float, default=0.2, help="provider seconds per reply")
     parser.add_argument("--max-connections", type=int, default=200)
+    parser.add_argument("--mcp", type=int, default=2000,
+                        help="MCP sessions one client tries to open (0: no MCP phase)")
     parser.add_argument("--smoke", action="store_true", help="a small site and small counts")
     parser.add_argument("--log", type=Path, help="keep the runtime's log in this file")
     parser.add_argument("--poll-port", type=int, help=argparse.SUPPRESS)  # the poller's mode
@@ -244,7 +298,7 @@ def main() -> None:
         return
     if args.smoke:
         args.idle, args.slow, args.hold, args.polls = 20, 4, 12.0, 3
-        args.readers, args.turns, args.every = 20, 60, 0.2
+        args.readers, args.turns, args.every, args.mcp = 20, 60, 0.2, 30
     os.environ[TOKEN_ENV] = TOKEN
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -262,6 +316,7 @@ def main() -> None:
                                 extra=f'[metrics]\nenabled = true\ntoken_env = "{TOKEN_ENV}"\n')
             with ServeProcess(site, config, args.log or folder / "serve.log") as runtime:
                 idle, hostile = idle_phase(runtime.port, page, args)
+                flood = mcp_phase(runtime.port, runtime.process.pid, args.mcp) if args.mcp else None
                 before = connections_report(runtime.port)
                 readers, turns, errors, seconds = asyncio.run(
                     readers_phase(runtime.base_url, runtime.port, args, question))
@@ -282,6 +337,14 @@ def main() -> None:
     probe_table(f"While {args.readers} readers stream {turns} turns from ten addresses "
                 f"({turns / seconds:.1f} turns/s; failed turns: {failed}), polled from "
                 "another process:", readers)
+    if flood is not None:
+        codes = ", ".join(f"{code} × {n}" for code, n in sorted(flood.statuses.items()))
+        print(f"\nOne client opening {args.mcp} MCP sessions as fast as it can "
+              f"({flood.seconds:.1f} s):\n")
+        print("| statuses | RSS before MB | RSS after MB | another agent's initialize |")
+        print("|---|---:|---:|---|")
+        print(f"| {codes} | {flood.rss_before:.0f} | {flood.rss_after:.0f} | "
+              f"{flood.agent_status} in {flood.agent_ms:.1f} ms |")
     print(f"\nDuring the readers the server refused {after['refused'] - before['refused']} "
           f"connections and closed {after['timed_out'] - before['timed_out']} for a late "
           "request head.")
