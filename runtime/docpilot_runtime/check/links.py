@@ -13,7 +13,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlsplit
 
-from docpilot_runtime.shared.markdown_tree import Node
+from docpilot_runtime.shared.markdown_tree import Node, text_of
 from docpilot_runtime.shared.paths import page_key
 
 if TYPE_CHECKING:
@@ -144,18 +144,6 @@ def is_disguised_or_instructed(before: str, label: str, after: str, host: str) -
     return _INSTRUCTION.search(_sentence_around(before, label, after)) is not None
 
 
-def _plain(nodes: Sequence[Node]) -> str:
-    out: list[str] = []
-    stack: list[Node] = list(reversed(nodes))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            out.append(node)
-        elif isinstance(node, dict):
-            stack.extend(reversed(node.get("c", [])))
-    return "".join(out)
-
-
 def mark_offsite_links(nodes: list[Node], delinked: list[str]) -> None:
     """Apply the off-site policy to a tree, in place (see above): a kept off-site link
     gets ``external`` (its host) and its domain as text after it unless its label shows
@@ -174,12 +162,12 @@ def mark_offsite_links(nodes: list[Node], delinked: list[str]) -> None:
         host = offsite_host(href)
         if host is None:
             continue
-        label = _plain(node.get("c", []))
+        label = text_of(node.get("c", []))
         after = nodes[i + 1] if i + 1 < len(nodes) and isinstance(nodes[i + 1], str) else ""
         assert isinstance(after, str)
         note = f" ({host})"
         shows_host = host in label.lower() or after.startswith(note)
-        if is_disguised_or_instructed(_plain(nodes[:i]), label, _plain(nodes[i + 1 :]), host):
+        if is_disguised_or_instructed(text_of(nodes[:i]), label, text_of(nodes[i + 1 :]), host):
             replacement: list[Node] = list(node.get("c", []))
             if not shows_host:
                 replacement.append(note)
