@@ -23,7 +23,7 @@ from docpilot_runtime.settings.metrics import MetricsSettings
 from docpilot_runtime.turn import load_runtime
 from servers.processes import ServeProcess
 from servers.runtime import serve_app
-from small_site import CACHE, INSTALL, INSTALL_QUESTION, PROXY, build_small_site
+from small_site import INSTALL_QUESTION
 
 HOSTILE = "127.0.0.2"
 HEAD_SECONDS = 1.0
@@ -32,13 +32,6 @@ MAX_CONNECTIONS = 12
 TOKEN_ENV = "DOCPILOT_TEST_METRICS_TOKEN"
 TOKEN = "connections-test-token"
 WAIT = 30.0  # a bound on every wait below, never a sleep
-
-
-@pytest.fixture(scope="module")
-def small_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("connections")
-    build_small_site(root / "site", root / "cache", [INSTALL, CACHE, PROXY])
-    return root / "site"
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from docpilot_runtime.sites.source import (
     NONCE_HEADER,
     SIGNATURE_HEADER,
@@ -27,7 +26,7 @@ from docpilot_runtime.sites.source import (
     signature,
 )
 from servers.processes import ServeProcess
-from small_site import CACHE, INSTALL, INSTALL_QUESTION, PROXY, build_small_site
+from small_site import INSTALL_QUESTION
 
 SEED = 2727
 REQUESTS = 1500  # about a minute on a loaded 2-core machine
@@ -149,13 +148,6 @@ def raw_head(rng: random.Random, port: int) -> None:
             return
     if data.startswith(b"HTTP/"):
         assert not data.split(b" ", 2)[1].startswith(b"5"), data[:200]
-
-
-@pytest.fixture(scope="module")
-def small_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("fuzz")
-    build_small_site(root / "site", root / "cache", [INSTALL, CACHE, PROXY])
-    return root / "site"
 
 
 def test_a_seeded_fuzz_run_over_every_endpoint_gets_no_5xx(

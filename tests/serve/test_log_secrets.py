@@ -16,9 +16,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 import httpx
-import pytest
 from servers.processes import ServeProcess
-from small_site import CACHE, INSTALL, INSTALL_QUESTION, PROXY, build_small_site
+from small_site import INSTALL_QUESTION
 
 _rng = random.Random(3131)
 ALNUM = string.ascii_letters + string.digits
@@ -49,13 +48,6 @@ def _secrets() -> dict[str, tuple[str, str]]:
 
 SECRETS = _secrets()
 PASSWORD = "Wq3!" + rand(ALNUM, 12)
-
-
-@pytest.fixture(scope="module")
-def small_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("logs")
-    build_small_site(root / "site", root / "cache", [INSTALL, CACHE, PROXY])
-    return root / "site"
 
 
 def raw_request(port: int, head: bytes, body: bytes = b"") -> int:

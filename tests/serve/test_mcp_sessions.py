@@ -22,7 +22,6 @@ from docpilot_runtime.turn import load_runtime
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from servers.runtime import RunningServer, serve_app
-from small_site import CACHE, INSTALL, PROXY, build_small_site
 
 PER_CLIENT = 3
 TOTAL = 6
@@ -34,13 +33,6 @@ INITIALIZE = {
                "clientInfo": {"name": "flood", "version": "0"}},
 }
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-@pytest.fixture(scope="module")
-def small_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("mcp-sessions")
-    build_small_site(root / "site", root / "cache", [INSTALL, CACHE, PROXY])
-    return root / "site"
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ import httpx
 
 from docpilot_runtime.answer.actions import validate_actions
 from docpilot_runtime.answer.prompt import PLATFORM_RULES, first_message, site_profile
+from docpilot_runtime.answer.spend import SpendCapReached, SpendGate, complete_within
 from docpilot_runtime.answer.tools import TurnTools
 from docpilot_runtime.check.markdown_parse import Hooks, parse, to_tree
 from docpilot_runtime.check.validate import Piece, StreamValidator, validate_answer
@@ -168,6 +169,7 @@ class AnswerJob:
     emit_delta: Callable[[Piece], Awaitable[None]]
     progress: Progress
     framing: Framing = ENGLISH
+    spend: SpendGate | None = None  # each call holds its estimate of the day's spend
 
 
 class ProviderRun:
@@ -182,6 +184,7 @@ class ProviderRun:
         self.tools = TurnTools(self.site, job.http)
         self.emit_delta = job.emit_delta
         self.progress = job.progress
+        self.spend = job.spend
         actions = [str(a.get("name")) for a in self.site.bundle.actions]
         self.system = [PLATFORM_RULES, site_profile(self.site.name, actions)]
         rows = self.retrieval.model_order()[:PRIMED_UNITS]
@@ -216,7 +219,9 @@ class ProviderRun:
                     if shown is not None:
                         await self.emit_delta(shown)
 
-            reply = await self.provider.complete(self.system, self.messages, specs, on_delta)
+            reply = await complete_within(
+                self.spend, self.provider, self.system, self.messages, specs, on_delta
+            )
             self.usage = self.usage + reply.usage
             self.cost += cost_micro_usd(self.provider.model, reply.usage)  # per call: tiers
             answers = [c for c in reply.tool_calls if c.name == "answer"]
@@ -325,6 +330,8 @@ async def ask_providers(providers: Sequence[Provider], job: AnswerJob) -> Answer
                 settings.turn_deadline,
             )
             return None
+        except SpendCapReached:
+            return None  # no provider may be called: the caller settles as passages
         except (ProviderError, NoAnswer, httpx.HTTPError) as exc:
             log.warning(
                 "provider %s:%s gave no answer (%s); next on the ladder",
