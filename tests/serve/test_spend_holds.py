@@ -25,6 +25,7 @@ from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.settings.providers import ProviderSettings
 from docpilot_runtime.turn import load_runtime
 from load_driver import SlowChat
+from records_backends import BACKENDS, database_url
 from servers.openai_chat import tool_reply
 from servers.runtime import serve_app
 from small_site import INSTALL_QUESTION, INSTALL_UNIT
@@ -87,21 +88,36 @@ def test_thirty_turns_at_once_stay_within_the_cap_and_one_estimate(
     check_turns(results, caps.spent)
 
 
+def spend_and_holds(database: Path, url: str) -> tuple[int, int]:
+    """The day's spend and the holds left, read from the caps' database."""
+    queries = ("SELECT COALESCE(SUM(micro_usd), 0) FROM cap_spend",
+               "SELECT COUNT(*) FROM cap_holds")
+    if not url:
+        with sqlite3.connect(database) as lite:
+            return tuple(int(lite.execute(q).fetchone()[0]) for q in queries)  # type: ignore[return-value]
+    import psycopg
+
+    with psycopg.connect(url) as pg:
+        return tuple(int(pg.execute(q).fetchone()[0]) for q in queries)  # type: ignore[index,return-value]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_two_processes_caps_on_one_database_share_the_holds(
-    small_site: Path, model: SlowChat, tmp_path: Path
+    small_site: Path, model: SlowChat, tmp_path: Path, backend: str
 ) -> None:
     settings = settings_for(model, tmp_path)
     database = tmp_path / "caps.sqlite3"
-    urls = []
-    with ExitStack() as stack:
-        for _ in range(2):  # two workers: their own runtime, app and caps, one database
-            caps = DatabaseCaps(settings.caps, database, database_url="")
-            app = build_app(load_runtime(small_site, settings), small_site, caps=caps)
-            urls.append(stack.enter_context(serve_app(app, settings=settings)).base_url)
-        results = asyncio.run(ask_at_once(urls))
-    with sqlite3.connect(database) as db:
-        spent = sum(row[0] for row in db.execute("SELECT micro_usd FROM cap_spend"))
-        held = db.execute("SELECT COUNT(*) FROM cap_holds").fetchone()[0]
+    with database_url(backend, tmp_path) as url:
+        urls = []
+        workers = [DatabaseCaps(settings.caps, database, database_url=url) for _ in range(2)]
+        with ExitStack() as stack:
+            for caps in workers:  # two workers: their own runtime, app and caps, one database
+                app = build_app(load_runtime(small_site, settings), small_site, caps=caps)
+                urls.append(stack.enter_context(serve_app(app, settings=settings)).base_url)
+            results = asyncio.run(ask_at_once(urls))
+        for caps in workers:
+            asyncio.run(caps.aclose())
+        spent, held = spend_and_holds(database, url)
     check_turns(results, spent)
     assert held == 0, "every hold was settled"
 

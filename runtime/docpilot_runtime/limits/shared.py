@@ -58,8 +58,10 @@ TABLES = (
     "CREATE TABLE IF NOT EXISTS cap_holds (id TEXT PRIMARY KEY, day TEXT NOT NULL, "
     "micro_usd BIGINT NOT NULL, taken DOUBLE PRECISION NOT NULL)",
 )
-# Serialises holds between processes on PostgreSQL (SQLite's BEGIN IMMEDIATE does there).
+# Serialise holds, and the tables' creation, between processes on PostgreSQL (SQLite's
+# BEGIN IMMEDIATE does there): two CREATE TABLE IF NOT EXISTS at once can collide.
 HOLD_LOCK = "SELECT pg_advisory_xact_lock(727572)"
+TABLES_LOCK = "SELECT pg_advisory_xact_lock(727573)"
 ADD_SPEND = (
     "INSERT INTO cap_spend (day, micro_usd) VALUES (?, ?) "
     "ON CONFLICT (day) DO UPDATE SET micro_usd = cap_spend.micro_usd + excluded.micro_usd"
@@ -131,9 +133,15 @@ def open_database(sqlite_path: Path, database_url: str = "") -> _Database:
         lite.execute("PRAGMA journal_mode=WAL")
         lite.execute("PRAGMA synchronous=NORMAL")
         db = _Database(_SqliteConnection(lite), "sqlite", str(sqlite_path))
-    with db.transaction() as cursor:
-        for statement in TABLES:
-            cursor.execute(statement)
+    try:
+        with db.transaction() as cursor:
+            if db.dialect == "postgres":  # processes starting together make them once
+                cursor.execute(TABLES_LOCK)
+            for statement in TABLES:
+                cursor.execute(statement)
+    except BaseException:
+        db.close()  # a connection whose tables failed is not kept, nor left open
+        raise
     return db
 
 
