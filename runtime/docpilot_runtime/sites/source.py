@@ -300,7 +300,7 @@ class BundleSource:
                 f"{entry.where}: sha256 {digest[:12]}… differs from the manifest's "
                 f"{entry.sha256[:12]}… (a partial upload, or a stale manifest)"
             )
-        bundle = parse_bundle(raw, entry.where)
+        bundle = parse_bundle(raw, entry.where, digest)  # hashed once, just above
         if not bundle.units:
             raise BundleError(f"{entry.where}: the bundle has no units (an empty index)")
         site = site_from_bundle(bundle, entry.prefix, self.hosted)
