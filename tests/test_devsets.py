@@ -10,14 +10,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-import yaml
-from corpora import EXAMPLE_SITE, MKDOCS_ENV, ROOT
+from corpora import ROOT
 
 DEVSETS_DIR = ROOT / "benchmarks" / "devsets"
 CORPORA_DIR = ROOT / "benchmarks" / "corpora"
@@ -46,50 +44,6 @@ LICENCES = {name: "Redistribution and use" for name in OUTSIDE_CORPORA} | {
     "headscale": "BSD 3-Clause",
     "1panel": "GNU GENERAL PUBLIC",
 }
-
-
-def _example_site_config(work: Path) -> Path:
-    # example-site's own config runs the DocPilot plugin (embedder, Pyodide runtime);
-    # its pages and URLs come from MkDocs alone, so build them without it.
-    config = yaml.safe_load((EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8"))
-    config["docs_dir"] = str(EXAMPLE_SITE / "docs")
-    config["plugins"] = ["search"]
-    path = work / "mkdocs.yml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return path
-
-
-@pytest.fixture(scope="session")
-def built_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every dev-set corpus built once, by set name (the four builds run side by side)."""
-    sites, builds = {}, []
-    for name in ALL_SETS:
-        work = tmp_path_factory.mktemp(f"devset-{name}")
-        if name == "example-site":
-            config = _example_site_config(work)
-        else:
-            config = CORPORA_DIR / name / "mkdocs.yml"
-        sites[name] = work / "site"
-        command = [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)]
-        command += ["--site-dir", str(sites[name])]
-        builds.append(
-            (
-                config,
-                subprocess.Popen(
-                    command,
-                    cwd=config.parent,
-                    env=MKDOCS_ENV,
-                    text=True,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                ),
-            )
-        )
-    for config, build in builds:
-        output, _ = build.communicate()
-        if build.returncode != 0:
-            pytest.fail(f"mkdocs build of {config} failed:\n{output}")
-    return sites
 
 
 def _halves(name: str) -> tuple[list[object], list[object]]:

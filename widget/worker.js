@@ -13,8 +13,9 @@
 //                                    what the widget is about to send; answers
 //                                    {credential: {kind, label, markdown, start, end, field} | null,
 //                                     dropped: ["page", "history[2]", ...]} (drop those, then send)
-//   {id, type: "load", bundleUrl?}   static mode: fetch and decode the index
-//                                    (default: static.json beside this file)
+//   {id, type: "load", bundleUrl?}   static mode: fetch and decode the index (default:
+//                                    the sharded one, static/manifest.json beside this
+//                                    file, else static.json; a URL may name either)
 //   {id, type: "ask", request, maxQuestionChars?}
 //                                    static mode: request = the body of POST /api/ask,
 //                                    checked against the owner's question limit
@@ -180,16 +181,53 @@ function boot(pyodideUrl) {
   return booting;
 }
 
+// Static mode's index: the sharded one (static/manifest.json, then only the files each
+// question needs), or the whole static.json (a URL naming it, or a site built before the
+// shards). The manifest is fetched fresh; every other file is named by its content.
+const MANIFEST = "static/manifest.json";
+let shards = null; // the URL of static/ while the sharded index is loaded
+let fetchedBytes = 0; // bytes of index files fetched, for the benchmarks
+
 async function load(runtime, bundleUrl) {
   const began = performance.now();
-  const url = bundleUrl ? new URL(bundleUrl, self.location.href) : new URL("static.json", HERE);
-  const response = await fetch(url, { cache: "no-cache" });
+  let url = new URL(bundleUrl || MANIFEST, bundleUrl ? self.location.href : HERE);
+  let response = await fetch(url, { cache: "no-cache" });
+  if (!bundleUrl && response.status === 404) {
+    url = new URL("static.json", HERE);
+    response = await fetch(url, { cache: "no-cache" });
+  }
   if (!response.ok) throw new Error(`${url.pathname}: HTTP ${response.status}`);
   const text = await response.text();
+  fetchedBytes = text.length;
   // The index sits in <site>/docpilot/: the site's own path is the reader's page prefix.
-  runtime.browser.load_static(text, new URL("../", url).pathname, url.pathname);
+  if (url.pathname.endsWith("/manifest.json")) {
+    runtime.browser.load_manifest(text, new URL("../../", url).pathname, url.pathname);
+    shards = new URL("./", url);
+  } else {
+    runtime.browser.load_static(text, new URL("../", url).pathname, url.pathname);
+    shards = null;
+  }
   loaded = true;
-  return { loadMs: Math.round(performance.now() - began) };
+  return { loadMs: Math.round(performance.now() - began), sharded: !!shards };
+}
+
+const MAX_ROUNDS = 8; // a turn names its files in two rounds, three for some follow-ups
+
+async function askSharded(runtime, request, maxQuestionChars) {
+  for (let round = 0; ; round++) {
+    const out = JSON.parse(runtime.browser.ask_sharded(JSON.stringify(request), maxQuestionChars ?? null));
+    if (!out.need) return out;
+    if (round >= MAX_ROUNDS) throw new Error("static index: a question kept asking for more files");
+    const files = await Promise.all(out.need.map(async (name) => {
+      const response = await fetch(new URL(name, shards));
+      if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
+      return [name, new Uint8Array(await response.arrayBuffer())];
+    }));
+    for (const [name, data] of files) {
+      fetchedBytes += data.length;
+      runtime.browser.add_file(name, data);
+    }
+  }
 }
 
 function check(runtime, { question, quote, history, page, lang }) {
@@ -206,7 +244,9 @@ function check(runtime, { question, quote, history, page, lang }) {
 async function ask(runtime, request, maxQuestionChars) {
   if (!request || typeof request !== "object") throw new Error("ask: request must be an object");
   if (!loaded) await load(runtime);
-  const result = JSON.parse(runtime.browser.ask_static(JSON.stringify(request), maxQuestionChars ?? null));
+  const result = shards
+    ? await askSharded(runtime, request, maxQuestionChars)
+    : JSON.parse(runtime.browser.ask_static(JSON.stringify(request), maxQuestionChars ?? null));
   if (result.error) {
     // The same refusal the server answers with 400: {field, message, limit?}.
     throw new Error(`${result.error.field}: ${result.error.message}`);
