@@ -1,124 +1,136 @@
-"""Shared fixtures: real sites built once per session with real `mkdocs build`."""
+"""Shared fixtures: real sites built with real `mkdocs build`, once for every test
+process of a session (shared_builds.py)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from corpora import (
-    EXAMPLE_SITE,
-    MATERIAL,
-    MKDOCS_ENV,
-    ROOT,
-    SiteFactory,
-    mkdocs_build,
-    reduced_config,
-)
-
-DEVSETS_DIR = ROOT / "benchmarks" / "devsets"
-CORPORA_DIR = ROOT / "benchmarks" / "corpora"
+from browsing import SCREENSHOTS, is_browser_test
+from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build
+from devset_sites import BuiltSites
+from shared_builds import SharedBuild, SharedSite, SiteBuilds, reduced_site
 
 
-@pytest.fixture
-def make_site(tmp_path: Path) -> SiteFactory:
-    """Write a small MkDocs project (pages: path -> Markdown) and return its mkdocs.yml."""
+def _builds_root(config: pytest.Config) -> Path:
+    """pytest's cache folder (kept between sessions), else the base of the temporary
+    folders (shared by pytest-xdist's workers)."""
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir("shared-builds"))
+    return Path(config._tmp_path_factory.getbasetemp()).parent / "shared-builds"  # type: ignore[attr-defined]
 
-    def make(pages: dict[str, str], plugin: dict[str, Any] | None = None, **extra: Any) -> Path:
-        docs = tmp_path / "docs"
-        for name, text in pages.items():
-            path = docs / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        config = {
-            "site_name": "Test site",
-            "theme": {"name": "material"},
-            "markdown_extensions": [
-                {"toc": {"permalink": True}},
-                "admonition",
-                "pymdownx.superfences",
-                {"pymdownx.tabbed": {"alternate_style": True}},
-                {"pymdownx.highlight": {"pygments_lang_class": True}},
-                "tables",
-            ],
-            "plugins": [
-                "search",
-                {"docpilot": {"cache_dir": str(tmp_path / "cache"), **(plugin or {})}},
-            ],
-            **extra,
-        }
-        path = tmp_path / "mkdocs.yml"
-        path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-        return path
 
-    return make
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before any test, once (in pytest-xdist's controlling process, not in each worker):
+    drop shared builds of another source and the last session's screenshots."""
+    if not hasattr(session.config, "workerinput"):
+        SiteBuilds(_builds_root(session.config)).remove_other_sources()
+        shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` (scripts/test.sh), with two changes: the Chromium tests are
+    handed out one by one, after every other test (each worker still runs them last, as
+    tests/chromium/conftest.py orders them), and the other tests by module in collection
+    order (never re-sorted by size: that could send a Chromium test first). A module's
+    tests on one worker set its module fixtures (runtimes, servers) up once."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesThenBrowserTests(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if is_browser_test(nodeid) else nodeid.split("::", 1)[0]
+
+    config.option.loadscopereorder = False
+    return ModulesThenBrowserTests(config, log)
 
 
 @pytest.fixture(scope="session")
-def example_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """example-site built once per session into a temporary site dir."""
-    site = tmp_path_factory.mktemp("example") / "site"
-    mkdocs_build(EXAMPLE_SITE / "mkdocs.yml", "--site-dir", str(site))
-    return site
+def site_builds(pytestconfig: pytest.Config) -> SiteBuilds:
+    return SiteBuilds(_builds_root(pytestconfig))
 
 
-@pytest.fixture(scope="session")
-def material_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Material for MkDocs corpus built once per session through the plugin."""
-    work = tmp_path_factory.mktemp("material")
-    config = reduced_config(MATERIAL, work, {"cache_dir": str(work / "cache")})
-    mkdocs_build(config)
-    return work / "site"
-
-
-def devset_names() -> list[str]:
-    """Every dev set beside benchmarks/devsets/devsets.py (a folder with its halves)."""
-    return sorted(p.parent.name for p in DEVSETS_DIR.glob("*/tune.jsonl"))
-
-
-def _example_site_config(work: Path) -> Path:
-    # example-site's own config runs the DocPilot plugin (embedder, Pyodide runtime);
-    # its pages and URLs come from MkDocs alone, so build them without it.
-    config = yaml.safe_load((EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8"))
-    config["docs_dir"] = str(EXAMPLE_SITE / "docs")
-    config["plugins"] = ["search"]
-    path = work / "mkdocs.yml"
+def write_project(
+    folder: Path, pages: dict[str, str], plugin: dict[str, Any] | None, cache: str, **extra: Any
+) -> Path:
+    """A small MkDocs project in ``folder`` (pages: path -> Markdown); its mkdocs.yml."""
+    docs = folder / "docs"
+    for name, text in pages.items():
+        path = docs / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    config = {
+        "site_name": "Test site",
+        "theme": {"name": "material"},
+        "markdown_extensions": [
+            {"toc": {"permalink": True}},
+            "admonition",
+            "pymdownx.superfences",
+            {"pymdownx.tabbed": {"alternate_style": True}},
+            {"pymdownx.highlight": {"pygments_lang_class": True}},
+            "tables",
+        ],
+        "plugins": ["search", {"docpilot": {"cache_dir": cache, **(plugin or {})}}],
+        **extra,
+    }
+    path = folder / "mkdocs.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
 
 
-@pytest.fixture(scope="session")
-def built_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every dev-set corpus built once by `mkdocs build` without the plugin, by set name
-    (the builds run side by side)."""
-    sites, builds = {}, []
-    for name in devset_names():
-        work = tmp_path_factory.mktemp(f"devset-{name}")
-        if name == "example-site":
-            config = _example_site_config(work)
-        else:
-            config = CORPORA_DIR / name / "mkdocs.yml"
-        sites[name] = work / "site"
-        command = [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)]
-        command += ["--site-dir", str(sites[name])]
-        builds.append(
-            (
-                config,
-                subprocess.Popen(
-                    command,
-                    cwd=config.parent,
-                    env=MKDOCS_ENV,
-                    text=True,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                ),
-            )
+@pytest.fixture
+def make_site(tmp_path: Path) -> SiteFactory:
+    """Write a small MkDocs project (pages: path -> Markdown) in the test's folder and
+    return its mkdocs.yml: for tests that build it themselves (and maybe edit and rebuild)."""
+
+    def make(pages: dict[str, str], plugin: dict[str, Any] | None = None, **extra: Any) -> Path:
+        return write_project(tmp_path, pages, plugin, str(tmp_path / "cache"), **extra)
+
+    return make
+
+
+@pytest.fixture
+def shared_site(site_builds: SiteBuilds) -> SharedSite:
+    """The project `make_site` would write, built once for the session (its embedding cache
+    in the build's own folder): for tests that only read the built site and build output."""
+
+    def build(
+        pages: dict[str, str], plugin: dict[str, Any] | None = None, **extra: Any
+    ) -> SharedBuild:
+        key = {"pages": pages, "plugin": plugin, "extra": extra}
+        return site_builds.get(
+            key, lambda folder: mkdocs_build(write_project(folder, pages, plugin, "cache", **extra))
         )
-    for config, build in builds:
-        output, _ = build.communicate()
-        if build.returncode != 0:
-            pytest.fail(f"mkdocs build of {config} failed:\n{output}")
-    return sites
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def example_site(site_builds: SiteBuilds) -> Path:
+    """example-site built with its own mkdocs.yml, once (the site in a shared folder)."""
+    return site_builds.get(
+        {"example-site": "mkdocs.yml"},
+        lambda folder: mkdocs_build(
+            EXAMPLE_SITE / "mkdocs.yml", "--site-dir", str(folder / "site")
+        ),
+        inputs=[EXAMPLE_SITE],
+    ).site
+
+
+@pytest.fixture(scope="session")
+def material_site(site_builds: SiteBuilds) -> Path:
+    """The Material for MkDocs corpus built once through the plugin."""
+    return reduced_site(site_builds, MATERIAL)
+
+
+
+@pytest.fixture(scope="session")
+def built_sites(site_builds: SiteBuilds) -> BuiltSites:
+    """Every dev-set corpus, built with plain `mkdocs build` on first use, by set name."""
+    return BuiltSites(site_builds)

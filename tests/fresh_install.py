@@ -1,7 +1,8 @@
 """A plain install, as a new site owner makes one: the wheel built from this tree, put in
 a fresh venv (no system site-packages) with MkDocs and Material, and a site made with
 `mkdocs new` + `theme: material` + `- docpilot`, built offline with no npm on PATH and
-empty HOME / XDG_CACHE_HOME. Built once per test session (`fresh_site`)."""
+empty HOME / XDG_CACHE_HOME. Built once for all the session's processes (`fresh_site`,
+through tests/shared_builds.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from corpora import ROOT
+from shared_builds import SiteBuilds
 
 
 def _load_check_dist() -> ModuleType:
@@ -47,6 +50,19 @@ def _run(args: list[str]) -> None:
         pytest.fail(str(exc))
 
 
+def _env(work: Path) -> dict[str, str]:
+    """Only the venv's scripts on PATH (no npm, no node: /usr/bin is not there), an empty
+    HOME and cache."""
+    home = work / "home"
+    return {
+        "PATH": str(work / "venv" / "bin"),
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "NO_MKDOCS_2_WARNING": "1",
+        "LANG": "C.UTF-8",
+    }
+
+
 def make_fresh_site(work: Path) -> FreshSite:
     wheels = work / "wheels"
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)])
@@ -57,16 +73,8 @@ def make_fresh_site(work: Path) -> FreshSite:
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install"]
     _run([*pip, "-q", "--no-compile", "--disable-pip-version-check", str(wheel), "mkdocs-material"])
-    home = work / "home"
-    (home / "cache").mkdir(parents=True)
-    # Only the venv's scripts on PATH: no npm, no node (/usr/bin is not there).
-    env = {
-        "PATH": str(venv / "bin"),
-        "HOME": str(home),
-        "XDG_CACHE_HOME": str(home / "cache"),
-        "NO_MKDOCS_2_WARNING": "1",
-        "LANG": "C.UTF-8",
-    }
+    env = _env(work)
+    Path(env["XDG_CACHE_HOME"]).mkdir(parents=True)
     assert shutil.which("npm", path=env["PATH"]) is None
     project = work / "project"
     try:
@@ -77,8 +85,16 @@ def make_fresh_site(work: Path) -> FreshSite:
 
 
 @pytest.fixture(scope="session")
-def fresh_site(tmp_path_factory: pytest.TempPathFactory) -> FreshSite:
-    return make_fresh_site(tmp_path_factory.mktemp("fresh-install"))
+def fresh_site(site_builds: SiteBuilds) -> FreshSite:
+    # Made again each day: pip installs the newest MkDocs and Material, as an owner would.
+    shared = site_builds.get(
+        {"fresh install": [check_dist.MKDOCS_YML, check_dist.PAGE], "day": date.today().isoformat()},
+        lambda work: make_fresh_site(work).build,
+        site="project/site",
+    )
+    work = shared.folder
+    build = subprocess.CompletedProcess(["mkdocs", "build"], 0, shared.stdout, shared.stderr)
+    return FreshSite(work / "venv", work / "project", shared.site, _env(work), build)
 
 
 __all__ = ["FreshSite", "check_dist", "fresh_site", "make_fresh_site", "os"]

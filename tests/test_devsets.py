@@ -1,6 +1,6 @@
 """The dev sets in benchmarks/devsets/ hold against real builds of their corpora.
 
-Each corpus is built once per session with plain `mkdocs build` (no DocPilot plugin: the
+Each corpus is built once with plain `mkdocs build` (no DocPilot plugin: the
 page URLs are what is checked, and they do not depend on the plugin), then every gold page
 and current page named by a question must exist as `<url>index.html` in that site.
 """
@@ -16,6 +16,7 @@ from types import ModuleType
 
 import pytest
 from corpora import ROOT
+from devset_sites import BuiltSites
 
 DEVSETS_DIR = ROOT / "benchmarks" / "devsets"
 CORPORA_DIR = ROOT / "benchmarks" / "corpora"
@@ -56,7 +57,7 @@ def test_every_set_beside_the_module_is_checked() -> None:
 
 @pytest.mark.parametrize("name", ALL_SETS)
 def test_gold_and_current_pages_exist_in_the_built_site(
-    name: str, built_sites: dict[str, Path]
+    name: str, built_sites: BuiltSites
 ) -> None:
     tune, test = _halves(name)
     assert devsets.missing_pages(tune + test, built_sites[name]) == []
@@ -84,7 +85,7 @@ def test_no_question_appears_twice_in_the_same_conversation(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ALL_SETS)
-def test_halves_are_the_stratified_sha256_split(name: str, built_sites: dict[str, Path]) -> None:
+def test_halves_are_the_stratified_sha256_split(name: str, built_sites: BuiltSites) -> None:
     assert devsets.check(built_sites[name], DEVSETS_DIR / name) == []
 
 
@@ -156,7 +157,7 @@ def test_each_rule_is_enforced(change: dict[str, object], message: str) -> None:
         devsets.parse_item(raw, "line 1")
 
 
-def test_a_gold_page_missing_from_the_site_is_reported(built_sites: dict[str, Path]) -> None:
+def test_a_gold_page_missing_from_the_site_is_reported(built_sites: BuiltSites) -> None:
     item = devsets.parse_item(
         {
             "question": "How?",
@@ -184,7 +185,7 @@ def test_every_corpus_has_a_follow_up_set() -> None:
 
 @pytest.mark.parametrize("name", FOLLOWUP_SETS)
 def test_follow_up_set_is_the_stratified_split_with_existing_pages(
-    name: str, built_sites: dict[str, Path]
+    name: str, built_sites: BuiltSites
 ) -> None:
     assert devsets.check(built_sites[name], devsets.FOLLOWUPS / name) == []
 
@@ -251,7 +252,7 @@ def test_thread_set_corpus_names_its_pinned_commit_and_licence(name: str) -> Non
 
 @pytest.mark.parametrize("name", devsets.multilingual_sets())
 def test_multilingual_set_is_real_non_english_questions_on_an_english_site(
-    name: str, built_sites: dict[str, Path]
+    name: str, built_sites: BuiltSites
 ) -> None:
     # Questions asked in another language about an English site (issue 23, point 4).
     folder = devsets.MULTILINGUAL / name

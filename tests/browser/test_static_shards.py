@@ -11,11 +11,12 @@ be a part of the index, not all of it.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEVSETS_DIR, devset_names
+from devset_sites import DEVSETS_DIR, devset_names
 from docpilot_runtime.browser import worker
 from docpilot_runtime.browser.install import write_sharded_index, write_static_index
 from docpilot_runtime.bundle.schema import BundleError
@@ -57,6 +58,11 @@ def _ask_sharded(body: dict[str, Any], root: Path, fetched: dict[str, int]) -> d
     raise AssertionError(f"still asking for files after 8 rounds: {body}")
 
 
+def _private_copy(site: Path, tmp_path: Path) -> Path:
+    """The shared build copied: indexing writes the bundle and static files into it."""
+    return Path(shutil.copytree(site, tmp_path / "site", symlinks=True))
+
+
 def _without_turn_id(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "turn_id"}
 
@@ -65,8 +71,10 @@ def _without_turn_id(result: dict[str, Any]) -> dict[str, Any]:
 def test_sharded_index_answers_every_dev_set_question_like_the_whole_file(
     name: str, built_sites: dict[str, Path], tmp_path: Path
 ) -> None:
-    site = built_sites[name]
-    options = IndexOptions(embedder=embedder_spec("none", "test"), cache_dir=str(tmp_path))
+    site = _private_copy(built_sites[name], tmp_path)
+    options = IndexOptions(
+        embedder=embedder_spec("none", "test"), cache_dir=str(tmp_path / "cache")
+    )
     bundle = index_site(site, options).bundle
     static = write_static_index(site, bundle)
     manifest = write_sharded_index(site, bundle, precompress=False)
@@ -90,8 +98,10 @@ def test_sharded_index_answers_every_dev_set_question_like_the_whole_file(
 def test_shard_files_are_content_addressed_and_equal_bundles_give_equal_files(
     built_sites: dict[str, Path], tmp_path: Path
 ) -> None:
-    site = built_sites["httpx"]
-    options = IndexOptions(embedder=embedder_spec("none", "test"), cache_dir=str(tmp_path))
+    site = _private_copy(built_sites["httpx"], tmp_path)
+    options = IndexOptions(
+        embedder=embedder_spec("none", "test"), cache_dir=str(tmp_path / "cache")
+    )
     bundle = index_site(site, options).bundle
     root = site / "docpilot" / SHARDS_DIR
     write_sharded_index(site, bundle)
@@ -114,8 +124,10 @@ def test_shard_files_are_content_addressed_and_equal_bundles_give_equal_files(
 
 
 def test_a_broken_shard_is_named_in_the_error(built_sites: dict[str, Path], tmp_path: Path) -> None:
-    site = built_sites["uvicorn"]
-    options = IndexOptions(embedder=embedder_spec("none", "test"), cache_dir=str(tmp_path))
+    site = _private_copy(built_sites["uvicorn"], tmp_path)
+    options = IndexOptions(
+        embedder=embedder_spec("none", "test"), cache_dir=str(tmp_path / "cache")
+    )
     manifest = write_sharded_index(site, index_site(site, options).bundle, precompress=False)
     worker.load_manifest(manifest.read_bytes())
     need = json.loads(worker.ask_sharded(json.dumps({"question": "How do I run uvicorn?"})))

@@ -38,6 +38,13 @@ def mkdocs_build(config: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def is_browser_test(nodeid: str) -> bool:
+    """A test that drives Chromium, told by its node id alone (pytest-xdist's scheduler
+    sees nothing else): under tests/chromium/ and parametrized by pytest-playwright's
+    browser. conftest.py checks that this agrees with the tests it runs last."""
+    return nodeid.startswith("tests/chromium/") and "[chromium" in nodeid
+
+
 def sitemap_xml(site_dir: Path, base: str) -> str:
     """A sitemap of every built page, at ``base`` (what MkDocs writes with `site_url`)."""
     urls = sorted(

@@ -37,7 +37,7 @@ def test_static_site_answers_in_the_browser_with_no_runtime(
     assert f"{static_server}/docpilot/static/manifest.json" in loaded
     assert f"{static_server}/docpilot/static.json" not in loaded
     shards = [u for u in loaded if "/docpilot/static/" in u and not u.endswith("manifest.json")]
-    assert 0 < len(shards), loaded
+    assert len(shards) > 0, loaded
     # A plain static server compresses nothing: Pyodide's wasm came as the build's .gz.
     assert f"{static_server}/docpilot/pyodide/pyodide.asm.wasm.gz" in loaded
     assert f"{static_server}/docpilot/pyodide/pyodide.asm.wasm" not in loaded

@@ -97,23 +97,14 @@ def build_lexical(
     lengths = array("I")
     weights = dict(boosts)
     fields = [weights["title"], weights["breadcrumb"], weights["text"]]
-    positive = all(boost > 0 for boost in fields)
     for index, doc in enumerate(docs):
-        found = [tokens(f) for f in (doc.title, doc.breadcrumb, doc.text)]
-        if positive:
-            # A field's tokens repeated by its boost, counted at once: the same sums as
-            # below, with the counting done by Counter's C loop.
-            pairs = zip(found, fields, strict=True)
-            weighted = [t for field, boost in pairs for t in field * boost]
-            counts: dict[str, int] = Counter(weighted)
-            length = len(weighted)
-        else:  # a zero boost still lists the field's terms (with a zero frequency)
-            counts = {}
-            length = 0
-            for field, boost in zip(found, fields, strict=True):
-                length += boost * len(field)
-                for token, n in Counter(field).items():
-                    counts[token] = counts.get(token, 0) + boost * n
+        counts: dict[str, int] = {}
+        length = 0
+        for field, boost in zip((doc.title, doc.breadcrumb, doc.text), fields, strict=True):
+            found = tokens(field)
+            length += boost * len(found)
+            for token, n in Counter(found).items():
+                counts[token] = counts.get(token, 0) + boost * n
         lengths.append(length)
         for token, tf in counts.items():
             entry = postings.get(token)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from itertools import chain
 
 # A "word" character: letters, marks and digits of any script (the \w class minus "_").
 _WORD = r"[^\W_]"
@@ -108,33 +107,27 @@ def _word_tokens(word: str) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=262_144)
-def _compound_tokens(compound: str) -> tuple[str, ...]:
-    """The tokens of one compound (a pure function of it, so kept: documentation repeats
-    its words, and a lookup here replaces the checks and the stemming of each one)."""
-    if compound.isascii():
-        # Fast path for the common case; same tokens as the general path below.
-        if compound.isalnum():
-            if len(compound) > 1 or compound.isdigit():
-                return (stem(compound[:_MAX_TOKEN_CHARS]),)
-            return ()
-        parts = _PART.findall(compound)
-        whole = (compound[:_MAX_TOKEN_CHARS],) if compound != parts[0] else ()
-        return whole + tuple(
-            stem(p[:_MAX_TOKEN_CHARS]) for p in parts if len(p) > 1 or p.isdigit()
-        )
-    parts = _PART.findall(compound)
-    tokens: list[str] = []
-    if compound != parts[0] and not any(_is_unspaced_script(c) for c in compound):
-        tokens.append(compound[:_MAX_TOKEN_CHARS])
-    for part in parts:
-        tokens.extend(_word_tokens(part))
-    return tuple(tokens)
-
-
 def tokenize(text: str) -> list[str]:
     """Tokens of ``text`` in order, duplicates kept (BM25 needs term frequencies)."""
-    return list(chain.from_iterable(map(_compound_tokens, _COMPOUND.findall(normalize(text)))))
+    tokens: list[str] = []
+    for compound in _COMPOUND.findall(normalize(text)):
+        if compound.isascii():
+            # Fast path for the common case; same tokens as the general path below.
+            if compound.isalnum():
+                if len(compound) > 1 or compound.isdigit():
+                    tokens.append(stem(compound[:_MAX_TOKEN_CHARS]))
+                continue
+            parts = _PART.findall(compound)
+            if compound != parts[0]:
+                tokens.append(compound[:_MAX_TOKEN_CHARS])
+            tokens.extend(stem(p[:_MAX_TOKEN_CHARS]) for p in parts if len(p) > 1 or p.isdigit())
+            continue
+        parts = _PART.findall(compound)
+        if compound != parts[0] and not any(_is_unspaced_script(c) for c in compound):
+            tokens.append(compound[:_MAX_TOKEN_CHARS])
+        for part in parts:
+            tokens.extend(_word_tokens(part))
+    return tokens
 
 
 def query_terms(text: str) -> list[str]:
