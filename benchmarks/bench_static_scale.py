@@ -23,6 +23,7 @@ hold ``--units`` units (10,000 by default), written as HTML. On it:
 Prints the tables (markdown) and the 1-minute load average at start and end; writes the
 figures to ``benchmarks/out/bench_static_scale/results.json``.
 Run: ``.venv/bin/python benchmarks/bench_static_scale.py [--units 10000] [--n 3] [--questions 20]``
+(``--smoke``: 300 units, one build of each, four questions).
 """
 
 from __future__ import annotations
@@ -229,7 +230,10 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=3, help="index builds of each, interleaved")
     parser.add_argument("--questions", type=int, default=20)
     parser.add_argument("--no-browser", action="store_true", help="skip Pagefind's side")
+    parser.add_argument("--smoke", action="store_true", help="a small site, once (a smoke)")
     args = parser.parse_args()
+    if args.smoke:
+        args.units, args.n, args.questions = 300, 1, 4
     OUT.mkdir(parents=True, exist_ok=True)
     site = OUT / "site"
     load_start = load()

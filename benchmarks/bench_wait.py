@@ -24,7 +24,7 @@ Per sample, interleaved so the shared machine's load falls alike on all of them:
 
 Prints medians (ms), each as a ratio to the page load without Pyodide, with the 1-minute
 load average of the run; writes ``benchmarks/out/bench_wait/results.json``.
-Run: ``.venv/bin/python benchmarks/bench_wait.py [--n 5]``
+Run: ``.venv/bin/python benchmarks/bench_wait.py [--n 5] [--smoke]`` (``--smoke``: one sample)
 """
 
 from __future__ import annotations
@@ -152,12 +152,15 @@ def first_answers(browser: Any, base: str, mode: str, path: str) -> list[dict[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=int, default=5, help="samples of each (>= 3)")
+    parser.add_argument("--n", type=int, default=5, help="samples of each")
+    parser.add_argument("--smoke", action="store_true", help="one sample (a smoke)")
     args = parser.parse_args()
+    if args.smoke:
+        args.n = 1
     from playwright.sync_api import sync_playwright
 
     OUT.mkdir(parents=True, exist_ok=True)
-    site = build_example()
+    site = build_example(OUT / "example")
     loads: list[float] = [os.getloadavg()[0]]
     samples: dict[str, list[Any]] = {"page load": [], "typing": []}
     for key in ("static cold", "static warm", "server cold", "server warm"):
