@@ -47,8 +47,8 @@ from docpilot_runtime.scoring.dense import DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.scoring.topk import smallest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_lexical import CORPORA, SPLITS, build
 from common import tree_state
+from corpus_sites import CORPORA, SPLITS, build
 from devset_harness import Asked, Figures, page_rank, question_sets, searcher
 
 Vectors = np.ndarray

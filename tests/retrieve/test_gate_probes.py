@@ -4,7 +4,8 @@ The gate is calibrated at build time on probes (fixed off-topic questions, quest
 made from a unit's own words, word salads); the dev sets measure it. A dev-set question
 that is a probe, or a probe with one word replaced, would be measured on what the gate
 was fitted to. Checked for every question of both halves (and every earlier question of
-a conversation) against every probe of its own corpus, built for real.
+a conversation) of every set (real-thread and hand-written dev sets, follow-up sets, the
+non-English sets) against every probe of its own corpus, built for real.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from docpilot_runtime.index.probes import OFF_TOPIC
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
 
 DEVSETS = ROOT / "benchmarks" / "devsets"
-OUTSIDE = ("httpx", "starlette", "uvicorn")
+# Every corpus with a dev set but example-site (built by its own fixture): the sets from
+# real threads and the hand-written ones.
+OUTSIDE = tuple(
+    sorted(p.name for p in (ROOT / "benchmarks" / "corpora").iterdir() if (DEVSETS / p.name).is_dir())
+)
+# Besides a corpus's dev set, its follow-up set and its non-English questions, if any.
+EXTRA_SETS = ("followups", "multilingual")
 
 
 # A character of a script written without spaces (Han, kana, Hangul) counts as a word.
@@ -45,9 +52,12 @@ def is_variant(question: str, probe: str) -> bool:
 
 def devset_texts(corpus: str) -> list[str]:
     texts = []
-    for split in ("tune", "test"):
-        for q in load_questions(DEVSETS / corpus / f"{split}.jsonl"):
-            texts += [q.question, *(h.question for h in q.history)]
+    folders = [DEVSETS / corpus, *(DEVSETS / extra / corpus for extra in EXTRA_SETS)]
+    for folder in folders:
+        for split in ("tune", "test"):
+            if (folder / f"{split}.jsonl").is_file():
+                for q in load_questions(folder / f"{split}.jsonl"):
+                    texts += [q.question, *(h.question for h in q.history)]
     return texts
 
 
@@ -65,26 +75,25 @@ def test_variant_rule_catches_one_replaced_word_and_nothing_more() -> None:
     assert not is_variant("怎么升级到新版本？", "北京有哪些好吃的餐厅？")
 
 
-@pytest.fixture(scope="module")
-def corpus_sites(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    sites = {"example-site": example_site}
-    for corpus in OUTSIDE:
-        work = tmp_path_factory.mktemp(corpus)
-        source = ROOT / "benchmarks" / "corpora" / corpus
-        mkdocs_build(reduced_config(source, work, {"embedder": "none", "cache_dir": str(work)}))
-        sites[corpus] = work / "site"
-    return sites
+def corpus_site(corpus: str, example_site: Path, work: Path) -> Path:
+    """The corpus built for real, lexical only (the probes need its units and its index);
+    one build per test, so each stays within the per-test timeout."""
+    if corpus == "example-site":
+        return example_site
+    source = ROOT / "benchmarks" / "corpora" / corpus
+    mkdocs_build(reduced_config(source, work, {"embedder": "none", "cache_dir": str(work)}))
+    return work / "site"
 
 
 @pytest.mark.parametrize("corpus", ["example-site", *OUTSIDE])
 def test_no_devset_question_is_a_probe_or_a_variant_of_one(
-    corpus: str, corpus_sites: dict[str, Path]
+    corpus: str, example_site: Path, tmp_path: Path
 ) -> None:
-    bundle = load_bundle(corpus_sites[corpus])
+    bundle = load_bundle(corpus_site(corpus, example_site, tmp_path))
     lexical = NumpyLexical(bundle.lexical)
     covered = covered_probes(bundle.units, lexical)
     salads = salad_probes(bundle.units, lexical)
     assert covered and salads  # the probes exist, so the check below means something
     texts = devset_texts(corpus)
-    assert len(texts) > 90
+    assert len(texts) >= 80
     assert overlaps(texts, [*OFF_TOPIC, *covered, *salads]) == []

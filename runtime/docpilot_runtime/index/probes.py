@@ -63,7 +63,7 @@ OFF_TOPIC = (
     "富士山の高さはどれくらいですか？",
     "おいしいラーメンの作り方を教えてください",
     "Какая самая длинная река в мире?",
-    "Qual è la ricetta della carbonara?",
+    "Come si prepara un buon tiramisù?",
     "How much should I tip a taxi driver in New York?",
     "What is the meaning of life?",
     "How do I meditate for stress relief?",
