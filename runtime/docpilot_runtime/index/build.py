@@ -38,6 +38,7 @@ from docpilot_runtime.bundle.schema import (
 )
 from docpilot_runtime.bundle.write import encode_bundle, write_atomic
 from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
+from docpilot_runtime.embedders.base import passage_prefix
 from docpilot_runtime.index.cache import EmbeddingCache, cache_key
 from docpilot_runtime.index.calibrate import calibrate_gate
 from docpilot_runtime.index.html_sections import PageError, parse_page
@@ -135,7 +136,11 @@ def _embed(
 ) -> np.ndarray:
     """Vectors for every unit, from the cache where possible."""
     embedder_id = f"{embedder.name}/{embedder.model}"
-    texts = [u.embed_text() for u in units]
+    # What the embedder reads of each unit (a slow one, only its opening): the cache key
+    # hashes exactly that, so changing the prefix re-embeds. Embedders that do not say
+    # read the whole text.
+    chars = getattr(embedder, "passage_chars", 0)
+    texts = [passage_prefix(u.embed_text(), chars) for u in units]
     keys = [cache_key(embedder_id, embedder.dims, t) for t in texts]
     out = np.zeros((len(units), embedder.dims), dtype=np.float32)
     missing: list[int] = []
