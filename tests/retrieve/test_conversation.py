@@ -197,3 +197,24 @@ def test_example_site_test_half_no_uncovered_question_is_carried_by_a_covered_tu
     bare = [dataclasses.replace(q, history=()) for q in elliptical]
     r5_alone = evaluate(runtime, bare).kinds["followup_elliptical"].recall_at_5
     assert r5 is not None and r5_alone is not None and r5 >= r5_alone
+
+
+@pytest.mark.parametrize(
+    ("earlier", "question", "page"),
+    [
+        # A reader trial's "and how do I turn it off?" passed the gate on its own and
+        # quoted the model providers' page.
+        ("How do I keep past conversations in the widget?", "and how do I turn it off?",
+         "/guides/customising-the-widget/"),
+        ("How do I show suggested questions in the widget?", "and how many can I add?",
+         "/guides/customising-the-widget/"),
+    ],
+)
+def test_a_follow_up_the_gate_passes_alone_is_ranked_by_the_conversation(
+    runtime: Runtime, earlier: str, question: str, page: str
+) -> None:
+    alone = turn(runtime, question)
+    after = turn(runtime, question, earlier)
+    assert after["kind"] == "passages" and not after["rescued"]
+    assert after["citations"][0]["url"].startswith(page)  # type: ignore[index]
+    assert not alone["citations"] or not alone["citations"][0]["url"].startswith(page)  # type: ignore[index]

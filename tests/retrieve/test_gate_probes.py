@@ -1,7 +1,9 @@
 """The gate's calibration probes and the dev-set questions never overlap.
 
 The gate is calibrated at build time on probes (fixed off-topic questions, questions
-made from a unit's own words, word salads); the dev sets measure it. A dev-set question
+made from a unit's own words, word salads, another tool's name with the site's words,
+other stacks' error messages, options that do not exist: ``calibrate.probe_sets``); the
+dev sets measure it. A dev-set question
 that is a probe, or a probe with one word replaced, would be measured on what the gate
 was fitted to. Checked for every question of both halves (and every earlier question of
 a conversation) of every set (real-thread and hand-written dev sets, follow-up sets, the
@@ -18,8 +20,7 @@ import pytest
 from corpora import ROOT, mkdocs_build, reduced_config
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.evaluate.questions import load_questions
-from docpilot_runtime.index.calibrate import covered_probes, salad_probes
-from docpilot_runtime.index.probes import OFF_TOPIC
+from docpilot_runtime.index.calibrate import probe_sets
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
 
 DEVSETS = ROOT / "benchmarks" / "devsets"
@@ -90,10 +91,8 @@ def test_no_devset_question_is_a_probe_or_a_variant_of_one(
     corpus: str, example_site: Path, tmp_path: Path
 ) -> None:
     bundle = load_bundle(corpus_site(corpus, example_site, tmp_path))
-    lexical = NumpyLexical(bundle.lexical)
-    covered = covered_probes(bundle.units, lexical)
-    salads = salad_probes(bundle.units, lexical)
-    assert covered and salads  # the probes exist, so the check below means something
+    probes = probe_sets(bundle.units, NumpyLexical(bundle.lexical))
+    assert all(probes.values()), probes  # every set exists, so the check below means something
     texts = devset_texts(corpus)
     assert len(texts) >= 80
-    assert overlaps(texts, [*OFF_TOPIC, *covered, *salads]) == []
+    assert overlaps(texts, [p for group in probes.values() for p in group]) == []

@@ -270,17 +270,16 @@ class Site:
         )
 
     def retrieve(self, request: AskRequest) -> Retrieval:
-        """Stage 3: retrieval and the gate, with the composed follow-up as a rescue; a
-        question in another language than the docs' is ranked with the cognates of its
-        words too (``with_cognates``)."""
+        """Stage 3: retrieval and the gate, with the composed follow-up as a rescue.
+
+        The gate judges the question's own words; what the turn shows (its ranking, the
+        closest pages, the excerpts) may read more: a follow-up after an answered turn is
+        ranked by the earlier question and itself, its own words counted twice so a new
+        subject of its own still leads ("and how do I turn it off?" finds the feature
+        the conversation is about); a question in another language than the docs' is
+        ranked with the corpus cognates of its words too (``with_cognates``)."""
         reader = self.reader_language(request.question)
         ranking = self.search(request.question)
-        if reader:
-            # Ranked with the cognates too; judged by the gate on the reader's own words
-            # (cognates make any question look covered: every one passed on the tune
-            # halves of the translated sets, uncovered ones included).
-            ranked = self.search(self.with_cognates(request.question))
-            ranking = replace(ranked, signals=ranking.signals)
         passed, score, conf = self.judge(ranking)
         rescued = False
         anchors = anchor_questions(request.history)
@@ -298,6 +297,15 @@ class Site:
                     c_conf,
                     True,
                 )
+        if not rescued:
+            text = " ".join([*anchors, request.question, request.question]) if anchors else (
+                request.question)
+            text = self.with_cognates(text) if reader else text
+            if text != request.question:
+                # Cognates and the conversation make any question look covered (every
+                # translated question passed on the tune halves, uncovered ones too):
+                # ranked by them, judged without.
+                ranking = replace(self.search(text), signals=ranking.signals)
         return Retrieval(
             site=self,
             ranking=ranking,
