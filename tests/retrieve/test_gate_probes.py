@@ -17,11 +17,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from corpora import ROOT, mkdocs_build, reduced_config
+from corpora import ROOT
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.evaluate.questions import load_questions
 from docpilot_runtime.index.calibrate import probe_sets
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
+from shared_builds import SiteBuilds, reduced_site
 
 DEVSETS = ROOT / "benchmarks" / "devsets"
 # Every corpus with a dev set but example-site (built by its own fixture): the sets from
@@ -76,21 +77,20 @@ def test_variant_rule_catches_one_replaced_word_and_nothing_more() -> None:
     assert not is_variant("怎么升级到新版本？", "北京有哪些好吃的餐厅？")
 
 
-def corpus_site(corpus: str, example_site: Path, work: Path) -> Path:
-    """The corpus built for real, lexical only (the probes need its units and its index);
-    one build per test, so each stays within the per-test timeout."""
+def corpus_site(corpus: str, example_site: Path, site_builds: SiteBuilds) -> Path:
+    """The corpus built for real, lexical only (the probes need its units and its index):
+    a shared build, one corpus per test, so each stays within the per-test timeout."""
     if corpus == "example-site":
         return example_site
     source = ROOT / "benchmarks" / "corpora" / corpus
-    mkdocs_build(reduced_config(source, work, {"embedder": "none", "cache_dir": str(work)}))
-    return work / "site"
+    return reduced_site(site_builds, source, {"embedder": "none"})
 
 
 @pytest.mark.parametrize("corpus", ["example-site", *OUTSIDE])
 def test_no_devset_question_is_a_probe_or_a_variant_of_one(
-    corpus: str, example_site: Path, tmp_path: Path
+    corpus: str, example_site: Path, site_builds: SiteBuilds
 ) -> None:
-    bundle = load_bundle(corpus_site(corpus, example_site, tmp_path))
+    bundle = load_bundle(corpus_site(corpus, example_site, site_builds))
     probes = probe_sets(bundle.units, NumpyLexical(bundle.lexical))
     assert all(probes.values()), probes  # every set exists, so the check below means something
     texts = devset_texts(corpus)
