@@ -88,7 +88,7 @@ def make_fresh_site(work: Path) -> FreshSite:
 def fresh_site(site_builds: SiteBuilds) -> FreshSite:
     # Made again each day: pip installs the newest MkDocs and Material, as an owner would.
     shared = site_builds.get(
-        {"fresh install": [MKDOCS_YML, PAGE], "day": date.today().isoformat()},
+        {"fresh install": [check_dist.MKDOCS_YML, check_dist.PAGE], "day": date.today().isoformat()},
         lambda work: make_fresh_site(work).build,
         site="project/site",
     )

@@ -49,14 +49,6 @@ from starlette.routing import Route
 CHROMIUM = Path("/usr/bin/chromium")
 
 
-<<<<<<< HEAD
-@pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture scope
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test here that drives Chromium (through the `page` fixture) is `browser`, and
-    runs after all the others: Playwright's sync API keeps an event loop running in the
-    main thread until the session ends, and `asyncio.run` refuses to start under it."""
-    here = Path(__file__).resolve().parent
-=======
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test here that drives Chromium (through the `page` fixture) is `browser`, and
@@ -66,8 +58,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     Last of the hooks: pytest's own reordering (which groups the tests of a parametrized
     session fixture, as pytest-playwright's `browser_name` is) would otherwise move other
     tests after these. Under pytest-xdist each worker is handed its tests in this order."""
-    here = Path(__file__).parent
->>>>>>> test-speed
+    here = Path(__file__).resolve().parent
     browser = []
     for item in items:
         if here in item.path.resolve().parents and "page" in getattr(item, "fixturenames", ()):
