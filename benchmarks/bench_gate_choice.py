@@ -188,8 +188,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"## {mode}: real sets' tune halves, pooled\n")
             print("| weights | threshold rule | covered answered | off-topic refused "
                   "| near-miss refused |\n|---|---|---:|---:|---:|")
-            shown = describe(names, current_w * 7)
-            print(f"| current ({shown}, /7) | {current_rule[0]} {current_rule[1]} "
+            shown = ", ".join(f"{n} {w:.3g}" for n, w in zip(names, current_w, strict=True) if w)
+            print(f"| current ({shown}) | {current_rule[0]} {current_rule[1]} "
                   f"| {judge(positions, current_w, current_rule, real).cells()} |")
             for rule in rules:
                 print(f"| current | {rule[0]} {rule[1]} "

@@ -125,5 +125,5 @@ def test_names_the_docs_never_use_are_a_signal_of_their_own(bundle: Bundle) -> N
     assert unknown_names(lexical, "How do I serve DocPilot behind Caddy with NetBird?") == [
         "caddy", "netbird"]
     assert names_known(lexical, "How do I exclude a page from the assistant?") == 1.0
-    assert names_known(lexical, "Does it work with Hugo?") == 0.0
+    assert names_known(lexical, "Does it work with Jekyll?") == 0.0
     assert names_known(lexical, "Is port 8443 used in v2.7.1?") == 1.0  # numbers name nothing

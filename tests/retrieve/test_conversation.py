@@ -82,9 +82,11 @@ def test_elliptical_follow_up_refused_alone_is_rescued_in_hybrid_mode(example_si
 def test_follow_up_in_another_language_is_rescued_in_the_corpus_words(runtime: Runtime) -> None:
     """Most of its words are unknown to the English corpus, but those it shares with it
     ("cors", "origins") are about the earlier turn's sections: it passes, composed in
-    those corpus words."""
+    those corpus words. Static mode's gate (the known share of its words and its names)
+    passes it alone already: there it passes unrescued, ranked by the conversation."""
     question = "und wie konfiguriere ich dabei die CORS-Origins?"
-    assert turn(runtime, question)["kind"] == "refusal"
+    hybrid = runtime.sites[0].mode == "hybrid"
+    assert turn(runtime, question)["kind"] == ("refusal" if hybrid else "passages")
     site = runtime.sites[0]
     found = followup_terms(site.searcher.lexical, [PROXY], question)
     assert found.unseen and found.known_share < site.params.rescue_foreign_share
@@ -92,7 +94,7 @@ def test_follow_up_in_another_language_is_rescued_in_the_corpus_words(runtime: R
     assert composed is not None and composed.startswith(PROXY)
     assert question not in composed  # the follow-up's own words are replaced by the corpus's
     after = turn(runtime, question, PROXY)
-    assert after["kind"] == "passages" and after["rescued"] is True
+    assert after["kind"] == "passages" and after["rescued"] is hybrid
 
 
 @pytest.mark.parametrize(

@@ -64,6 +64,14 @@ def gate_score(
     return total
 
 
+def shares_a_word(signals: Signals) -> bool:
+    """Whether any term of the question occurs in the docs (``known_share`` > 0). One that
+    shares none is refused whatever its score: nothing in the docs can be quoted for it,
+    and the default embedder's cosine is noise on a script it was not trained on (a
+    Japanese question on example-site scored 0.51, above most covered questions)."""
+    return signals.known_share > 0.0
+
+
 def confidence(score: float, threshold: float) -> int:
     """0-100: 50 at the threshold, about 75 for a typical covered question (score 1),
     100 for one clearly stronger; 0 at the typical uncovered question (score 0)."""

@@ -14,7 +14,12 @@ from typing import Any
 
 from docpilot_runtime.bundle.schema import Bundle, GateParams, UnitRecord
 from docpilot_runtime.retrieve.followup import Cognates, rescue_question
-from docpilot_runtime.retrieve.gate import confidence, default_params, gate_score
+from docpilot_runtime.retrieve.gate import (
+    confidence,
+    default_params,
+    gate_score,
+    shares_a_word,
+)
 from docpilot_runtime.retrieve.params import RetrievalParams
 from docpilot_runtime.retrieve.search import Mode, Ranking, Searcher
 from docpilot_runtime.retrieve.tokenize import query_terms
@@ -209,6 +214,8 @@ class Site:
     def judge(self, ranking: Ranking) -> tuple[bool, float, int]:
         params = self.gate_params(ranking.mode)
         score = gate_score(ranking.signals, params, self.params)
+        if not shares_a_word(ranking.signals):
+            return False, score, 0
         return score >= params.threshold, score, confidence(score, params.threshold)
 
     def page_first(self, page: str | None, ranking: Ranking) -> list[int]:
