@@ -34,21 +34,37 @@ TOKEN = "connections-test-token"
 WAIT = 30.0  # a bound on every wait below, never a sleep
 
 
-@pytest.fixture(scope="module")
-def runtime(small_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    folder = tmp_path_factory.mktemp("serve")
+def serve_small_site(site: Path, folder: Path, limits: str) -> Iterator[ServeProcess]:
+    """`docpilot serve` on ``site`` with MAX_CONNECTIONS, PER_CLIENT, ``limits`` lines and
+    metrics on; records off."""
     config = folder / "docpilot.toml"
     config.write_text(
         "[records]\nenabled = false\n"
         f"[limits]\nmax_connections = {MAX_CONNECTIONS}\n"
-        f"max_connections_per_client = {PER_CLIENT}\nrequest_head_seconds = {HEAD_SECONDS}\n"
+        f"max_connections_per_client = {PER_CLIENT}\n{limits}"
         f'[metrics]\nenabled = true\ntoken_env = "{TOKEN_ENV}"\n', encoding="utf-8")
     os.environ[TOKEN_ENV] = TOKEN
     try:
-        with ServeProcess(small_site, config, folder / "serve.log") as process:
+        with ServeProcess(site, config, folder / "serve.log") as process:
             yield process
     finally:
-        os.environ.pop(TOKEN_ENV, None)  # (both servers set it)
+        os.environ.pop(TOKEN_ENV, None)  # (both module servers set it)
+
+
+@pytest.fixture(scope="module")
+def runtime(small_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """A short head deadline (HEAD_SECONDS), so the deadline tests are quick."""
+    yield from serve_small_site(small_site, tmp_path_factory.mktemp("serve"),
+                                f"request_head_seconds = {HEAD_SECONDS}\n")
+
+
+@pytest.fixture(scope="module")
+def patient_runtime(
+    small_site: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServeProcess]:
+    """The default 10 s head deadline: idle connections stay open long enough to probe the
+    runtime while they are all held."""
+    yield from serve_small_site(small_site, tmp_path_factory.mktemp("patient"), "")
 
 
 def connect(port: int, source: str = "127.0.0.1") -> socket.socket:
@@ -114,26 +130,6 @@ def test_idle_connections_from_one_client_leave_the_site_health_and_metrics_answ
     finally:
         for sock in hostile:
             sock.close()
-
-
-@pytest.fixture(scope="module")
-def patient_runtime(
-    small_site: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServeProcess]:
-    """`docpilot serve` with the default 10 s head deadline: idle connections stay open
-    long enough to probe the runtime while they are all held."""
-    folder = tmp_path_factory.mktemp("patient")
-    config = folder / "docpilot.toml"
-    config.write_text(
-        f"[records]\nenabled = false\n[limits]\nmax_connections = {MAX_CONNECTIONS}\n"
-        f"max_connections_per_client = {PER_CLIENT}\n"
-        f'[metrics]\nenabled = true\ntoken_env = "{TOKEN_ENV}"\n', encoding="utf-8")
-    os.environ[TOKEN_ENV] = TOKEN
-    try:
-        with ServeProcess(small_site, config, folder / "serve.log") as process:
-            yield process
-    finally:
-        os.environ.pop(TOKEN_ENV, None)  # (both servers set it)
 
 
 def test_idle_connections_from_many_clients_past_the_limit_leave_the_runtime_answering(
