@@ -11,6 +11,7 @@ import pytest
 import yaml
 from browsing import SCREENSHOTS, is_browser_test
 from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build
+from devset_sites import BuiltSites
 from shared_builds import SharedBuild, SharedSite, SiteBuilds, reduced_site
 
 
@@ -137,3 +138,10 @@ def example_site(site_builds: SiteBuilds) -> Path:
 def material_site(site_builds: SiteBuilds) -> Path:
     """The Material for MkDocs corpus built once through the plugin."""
     return reduced_site(site_builds, MATERIAL)
+
+
+
+@pytest.fixture(scope="session")
+def built_sites(site_builds: SiteBuilds) -> BuiltSites:
+    """Every dev-set corpus, built with plain `mkdocs build` on first use, by set name."""
+    return BuiltSites(site_builds)

@@ -40,7 +40,7 @@ from docpilot_runtime.reply.results import (
 )
 from docpilot_runtime.retrieve.site import Retrieval, Site
 from docpilot_runtime.settings.load import Settings
-from docpilot_runtime.shared.framing import Framing, framing_for
+from docpilot_runtime.shared.framing import Framing
 from docpilot_runtime.shared.paths import page_path
 from docpilot_runtime.shared.types import AskRequest, Result, TurnBasis
 from docpilot_runtime.sites.source import BundleSource, load_sites
@@ -223,7 +223,7 @@ class Runtime:
         # 3. Retrieval and the gate.
         # Off the event loop: a hosted query embedder is a blocking HTTP call.
         retrieval = await asyncio.to_thread(site.retrieve, request)
-        framing = framing_for(request.lang)
+        framing = retrieval.framing(request.lang)  # the page's, or the question's own
         progressed = retrieval.progress(framing)
         await emit(Event("progress", {"stage": "retrieval", "message": progressed}))
         basis = retrieval.basis(opening_basis)

@@ -298,13 +298,18 @@ class BundleSource:
         )
 
         raw = self._read(entry.where)
-        digest = hashlib.sha256(raw).hexdigest()
+        try:
+            bundle = parse_bundle(raw, entry.where)  # hashed once, beside the decoding
+        except BundleError:
+            bundle = None  # a partial upload is reported as one below, not as bad msgpack
+        digest = bundle.hash if bundle is not None else hashlib.sha256(raw).hexdigest()
         if entry.sha256 and digest != entry.sha256:
             raise BundleError(
                 f"{entry.where}: sha256 {digest[:12]}… differs from the manifest's "
                 f"{entry.sha256[:12]}… (a partial upload, or a stale manifest)"
             )
-        bundle = parse_bundle(raw, entry.where)
+        if bundle is None:
+            bundle = parse_bundle(raw, entry.where)  # raises the decoding error itself
         if not bundle.units:
             raise BundleError(f"{entry.where}: the bundle has no units (an empty index)")
         site = site_from_bundle(bundle, entry.prefix, self.hosted)
