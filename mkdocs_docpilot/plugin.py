@@ -16,7 +16,8 @@ preview's bundle, never recorded as the last build (``index_site``'s ``serve``).
 
 The reader's widget: every page gets its configuration (a JSON script block) and a
 module script tag before `</body>`, with a relative path so the site works under a
-sub-path; the widget's files are copied into `site/docpilot/` after the build.
+sub-path; the widget's files join MkDocs' file collection (other plugins see them), and
+the bundle and Pyodide are written into `site/docpilot/` after the build.
 """
 
 from __future__ import annotations
