@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
-from docpilot_runtime.bundle.schema import Bundle, GateParams, UnitRecord
+from docpilot_runtime.bundle.schema import Bundle, GateParams, UnitRecord, unit_column
 from docpilot_runtime.retrieve.followup import Cognates, rescue_question
 from docpilot_runtime.retrieve.gate import (
     confidence,
@@ -90,8 +91,8 @@ class Retrieval:
             if unit not in seen:
                 order.append(unit)
                 seen.add(unit)
-        units = self.site.bundle.units
-        return [units[u].id for u in order]
+        ids = unit_column(self.site.bundle.units, "id")
+        return [ids[u] for u in order]
 
     def shown_units(self) -> list[UnitRecord]:
         """The excerpts a ``passages`` answer quotes: the best on their own merit."""
@@ -104,7 +105,8 @@ class Retrieval:
         navigation starts with), so a refusal never lists nothing."""
         bundle = self.site.bundle
         order = self.ranking.order or [u for u, _ in self.ranking.lexical]
-        pages = [bundle.units[u].page for u in order] or list(range(len(bundle.pages)))
+        pages_of = unit_column(bundle.units, "page")
+        pages = [pages_of[u] for u in order] or list(range(len(bundle.pages)))
         found: list[PageRef] = []
         for index in dict.fromkeys(pages):
             found.append(PageRef(url=bundle.pages[index].url, title=bundle.pages[index].title))
@@ -161,7 +163,6 @@ class Site:
     language: str = ""  # from the manifest, "" when unknown
     version: str = ""  # the docs version (a manifest or mike's versions.json), "" for none
     page_units: dict[str, list[int]] = field(init=False, repr=False)
-    unit_rows: dict[str, int] = field(init=False, repr=False)  # unit id -> row
     _cognates: Cognates | None = field(init=False, repr=False, default=None)
     _docs_language: str | None = field(init=False, repr=False, default=None)
 
@@ -169,10 +170,14 @@ class Site:
         if not self.prefix.endswith("/"):
             self.prefix += "/"
         self.page_units = {}
-        for i, unit in enumerate(self.bundle.units):
-            key = page_key(self.bundle.pages[unit.page].url)
-            self.page_units.setdefault(key, []).append(i)
-        self.unit_rows = {u.id: i for i, u in enumerate(self.bundle.units)}
+        keys = [page_key(p.url) for p in self.bundle.pages]
+        for i, page in enumerate(unit_column(self.bundle.units, "page")):
+            self.page_units.setdefault(keys[page], []).append(i)
+
+    @cached_property
+    def unit_rows(self) -> dict[str, int]:
+        """Unit id -> row, made on first use (the MCP tools look units up by id)."""
+        return {u: i for i, u in enumerate(unit_column(self.bundle.units, "id"))}
 
     @property
     def name(self) -> str:
