@@ -207,16 +207,22 @@ def test_example_site_test_half_no_uncovered_question_is_carried_by_a_covered_tu
         # A reader trial's "and how do I turn it off?" passed the gate on its own and
         # quoted the model providers' page.
         ("How do I keep past conversations in the widget?", "and how do I turn it off?",
-         "/guides/customising-the-widget/"),
+         ("/guides/customising-the-widget/",)),
+        # The option's reference section is about the conversation's subject too.
         ("How do I show suggested questions in the widget?", "and how many can I add?",
-         "/guides/customising-the-widget/"),
+         ("/guides/customising-the-widget/", "/reference/plugin-configuration/#suggested")),
     ],
 )
 def test_a_follow_up_the_gate_passes_alone_is_ranked_by_the_conversation(
-    runtime: Runtime, earlier: str, question: str, page: str
+    runtime: Runtime, earlier: str, question: str, page: tuple[str, ...]
 ) -> None:
+    """Passed alone (static mode's gate passes both), it is ranked by the conversation,
+    not rescued; refused alone (hybrid, on today's example-site), the composed question
+    rescues it: either way the answer quotes the conversation's page."""
     alone = turn(runtime, question)
     after = turn(runtime, question, earlier)
-    assert after["kind"] == "passages" and not after["rescued"]
+    if runtime.sites[0].mode == "lexical":
+        assert alone["kind"] == "passages"
+    assert after["kind"] == "passages" and after["rescued"] is (alone["kind"] == "refusal")
     assert after["citations"][0]["url"].startswith(page)  # type: ignore[index]
     assert not alone["citations"] or not alone["citations"][0]["url"].startswith(page)  # type: ignore[index]
