@@ -47,7 +47,8 @@ REGISTRY_ENV = "NPM_CONFIG_REGISTRY"
 GLOBAL_NPMRC = (Path("/etc/npmrc"),)  # where Debian's npm keeps its global config
 # Every module the worker loads from the standard library zip: traced by
 # tools/pyodide/trace-stdlib.mjs (boot, our wheel installed from the lock file, static
-# index loaded, credential check, static answers), plus three common codecs.
+# index loaded, credential check, static answers), plus three common codecs, and
+# hashlib and hmac (the credential check's JWT sample-secret test, which few questions reach).
 _TRACED = """
 __future__ _collections_abc _colorize _opcode_metadata _py_warnings _pyodide _pyodide._base
 _pyodide._core_docs _pyodide._future_helper _pyodide._importhook _pyodide.docs_argspec
