@@ -213,7 +213,7 @@ class ShardedSite(Site):
         runs again with them), so stand-ins are never what the language is read from."""
         files = self.files
         assert files is not None
-        if self._docs_language is None and not self.language:
+        if self._docs_language is None:
             rows = range(min(DOCS_SAMPLE_UNITS, files.count))
             if any(row // files.fragment_units not in files.fragments for row in rows):
                 for row in rows:

@@ -245,12 +245,13 @@ class Site:
 
     @property
     def docs_language(self) -> str:
-        """The language the docs are written in: the manifest's, else read from the
-        opening of the first sections ("" when that says nothing)."""
+        """The language the docs are written in: read from the opening of the first
+        sections, else the manifest's ("" when neither says). The text leads because a
+        static bundle carries no manifest language: both modes must frame a turn alike."""
         if self._docs_language is None:
             units = self.bundle.units[:DOCS_SAMPLE_UNITS]
-            self._docs_language = self.language or sections_language(
-                (u.title, u.text) for u in units
+            self._docs_language = (
+                sections_language((u.title, u.text) for u in units) or self.language
             )
         return self._docs_language
 
