@@ -22,6 +22,7 @@ from docpilot_runtime.bundle.schema import (
     SiteInfo,
     UnitRecord,
 )
+from docpilot_runtime.bundle.shards import MANIFEST_NAME, encode_shards
 from docpilot_runtime.bundle.write import encode_static
 from docpilot_runtime.reply.passages import excerpt, passages_markdown
 from docpilot_runtime.retrieve.gate import calibrate_mode
@@ -313,3 +314,34 @@ def test_unrelated_question_in_another_language_stays_refused_after_a_covered_tu
     assert ask({"question": question})["kind"] == "refusal"
     after = _after(question, "How do I rotate an API key?")
     assert after["kind"] == "refusal" and after["rescued"] is False
+
+
+def test_the_sharded_index_answers_like_the_whole_one_fetching_only_what_it_names(
+    site: Site,
+) -> None:
+    """Under Pyodide too: each file a turn names is fetched once, results are equal."""
+    files = encode_shards(site.bundle, site.searcher.release).files
+    browser.load_manifest(files[MANIFEST_NAME])
+    fetched: set[str] = set()
+    bodies = [
+        {"question": q} for q in [*COVERED, *OFF_TOPIC, "hello!", "my key is sk-" + "a" * 40]
+    ]
+    covered = ask({"question": "How do I rotate an API key?"})
+    earlier = {"question": "How do I rotate an API key?", "kind": "passages"}
+    bodies.append({"question": "et les clés expirent quand ?", "history": [
+        {**earlier, "markdown": covered["markdown"]}]})
+    for body in bodies:
+        for _ in range(4):
+            got = json.loads(browser.ask_sharded(json.dumps(body)))
+            if "need" not in got:
+                break
+            for name in got["need"]:
+                assert name not in fetched
+                fetched.add(name)
+                browser.add_file(name, files[name])
+        got.pop("turn_id")
+        expected = ask(body)
+        expected.pop("turn_id")
+        assert got == expected, body
+    assert got["rescued"] is True  # the follow-up, through a cognate in its word's shard
+    assert fetched < set(files) - {MANIFEST_NAME}

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from docpilot_runtime.check.citations import PRIVATE, Citations, Source
-from docpilot_runtime.check.links import LinkPolicy
+from docpilot_runtime.check.links import LinkPolicy, mark_offsite_links
 from docpilot_runtime.check.markdown_parse import Hooks, parse, to_tree
 from docpilot_runtime.settings.answer import MAX_ANSWER_CHARS
 from docpilot_runtime.shared.fences import FenceTracker
@@ -143,7 +143,9 @@ class StreamValidator:
     def _first_reading(self, raw: str) -> list[Node]:
         marked = self.citations.mark(raw)
         hooks = Hooks(text=self.citations.expand, code=self.citations.verbatim, link=self._link)
-        return to_tree(parse(marked), hooks)
+        blocks = to_tree(parse(marked), hooks)
+        mark_offsite_links(blocks, self.delinked)
+        return blocks
 
     @staticmethod
     def _second_reading(text: str, hrefs: set[str]) -> list[Node]:
@@ -186,6 +188,7 @@ class StreamValidator:
         hrefs = set(_hrefs(blocks))
         second = to_markdown(blocks, cite=lambda n: f"{_SECOND_CITE}{n}]")
         blocks = self._second_reading(second, hrefs)
+        mark_offsite_links(blocks, self.delinked)  # the marks the text does not carry
         markdown = second.replace(_CITE_MARK, "")
         if not blocks:
             return

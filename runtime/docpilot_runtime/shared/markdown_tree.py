@@ -12,7 +12,8 @@ Node shapes (JSON):
 
 - a string: a text node (``"\\n"`` inside it is a soft line break);
 - ``{"t": TAG, "c": [node, ...]}`` for TAG in `CONTAINERS` and `INLINE`;
-- ``{"t": "a", "href": URL, "c": [...]}``: a link whose URL the validator accepted;
+- ``{"t": "a", "href": URL, "c": [...]}``: a link whose URL the validator accepted; an
+  off-site one also has ``"external": HOST`` (`check.links.mark_offsite_links`);
 - ``{"t": "pre", "lang": WORD, "c": [text]}``, ``{"t": "code", "c": [text]}``;
 - ``{"t": "ol", "start": N, "c": [...]}``;
 - ``{"t": "li", "checked": BOOL, "c": [...]}``: a task list item (GFM), done or not;
