@@ -202,7 +202,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._start_stream()
             streamed = ""  # the reply's text and tool-argument JSON written so far
             for event in owner.reply_events(step, answer.number, body):
-                streamed = owner.hold_at(streamed, owner.streamed_piece(event))
+                streamed = owner.hold_at(streamed, event)
                 self._write_event(event)
                 if owner.pace:
                     owner.hold(owner.pace)
@@ -318,6 +318,7 @@ class ScriptedServer:
         # (text, gate): a reply's stream waits before the event that would complete `text`
         # until the test sets `gate` (`hold_before`); `held` lists the texts it waited at.
         self._holds: deque[tuple[str, threading.Event]] = deque()
+        self._gates: list[threading.Event] = []
         self.held: list[str] = []
         self._httpd = _HTTPServer(self)
         self._thread = threading.Thread(
@@ -348,7 +349,7 @@ class ScriptedServer:
     def stop(self) -> None:
         """Stop serving, end stalls and open connections, close the listening socket."""
         self._stopping.set()
-        for _, gate in self._holds:
+        for gate in self._gates:  # a stream waiting at a hold ends now
             gate.set()
         if self._thread.is_alive():
             self._httpd.shutdown()
@@ -384,27 +385,30 @@ class ScriptedServer:
         gate = threading.Event()
         with self._lock:
             self._holds.append((text, gate))
+            self._gates.append(gate)
         return gate
 
-    def hold_at(self, streamed: str, piece: str) -> str:
-        """``streamed + piece``, after waiting at the first hold whose text that completes
-        (at most HOLD_SECONDS, or until the server stops)."""
-        after = streamed + piece
+    def hold_at(self, streamed: str, event: str) -> str:
+        """What the reply has streamed once ``event`` is written, after waiting at the
+        first hold whose text that completes (at most HOLD_SECONDS, or until the server
+        stops). Nothing is read while no hold waits."""
         with self._lock:
-            hold = self._holds[0] if self._holds else None
-            if hold is None or hold[0] in streamed or hold[0] not in after:
+            if not self._holds:
+                return streamed
+            text, gate = self._holds[0]
+            after = streamed + self.streamed_piece(event)
+            if text not in after:
                 return after
             self._holds.popleft()
         with self._changed:
-            self.held.append(hold[0])
+            self.held.append(text)
             self._changed.notify_all()
-        hold[1].wait(HOLD_SECONDS)
+        gate.wait(HOLD_SECONDS)
         return after
 
     def streamed_piece(self, event: str) -> str:
-        """The text or argument JSON an event of a reply adds ("" for other events)."""
-        if not self._holds:
-            return ""
+        """The text or argument JSON an event of a reply adds ("" for other events); read
+        only while a hold waits."""
         raise NotImplementedError(f"{type(self).__name__} does not support hold_before")
 
     def hold(self, seconds: float) -> None:

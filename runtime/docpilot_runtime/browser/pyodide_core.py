@@ -63,7 +63,7 @@ compression._common compression._common._streams compression.zstd compression.zs
 concurrent concurrent.futures concurrent.futures._base contextlib contextvars copy copyreg
 dataclasses dis email encodings encodings.aliases encodings.ascii encodings.cp437
 encodings.latin_1 encodings.utf_8 encodings.utf_8_sig enum fnmatch functools genericpath
-glob heapq importlib importlib._abc importlib._bootstrap importlib._bootstrap_external
+glob hashlib heapq hmac importlib importlib._abc importlib._bootstrap importlib._bootstrap_external
 importlib.abc importlib.machinery importlib.metadata importlib.metadata._collections
 importlib.metadata._functools importlib.metadata._itertools importlib.metadata._meta
 importlib.util inspect io ipaddress json json.decoder json.encoder json.scanner keyword
@@ -75,6 +75,9 @@ tempfile textwrap threading token tokenize traceback types typing urllib urllib.
 warnings weakref zipfile zipfile._path zipfile._path.glob zipimport
 """
 STDLIB_MODULES = frozenset(_TRACED.split())
+# Beside the prepared files: the module list their reduced zip was made from, so a
+# checkout prepared before the list changed is prepared again (not served a stale zip).
+STDLIB_STAMP = "docpilot-stdlib.modules"
 _GZIP_LEVEL = 9
 # Brotli's best (11) takes about two minutes on the wasm, once per wheel build or set-up,
 # and saves 0.4 MB over quality 7; a build that must compress on the spot uses QUICK.
@@ -228,11 +231,19 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(partial, path)
 
 
+def _stamp() -> str:
+    return "\n".join(sorted(STDLIB_MODULES)) + "\n"
+
+
 def is_prepared(directory: Path, version: str = PYODIDE_VERSION) -> bool:
-    """Whether ``directory`` holds SITE_FILES of ``version``, each with its .gz sibling."""
+    """Whether ``directory`` holds SITE_FILES of ``version``, each with its .gz sibling,
+    the stdlib reduced to today's STDLIB_MODULES."""
     if not all(
         (directory / f"{name}{suffix}").is_file() for name in SITE_FILES for suffix in ("", ".gz")
     ):
+        return False
+    stamp = directory / STDLIB_STAMP
+    if not stamp.is_file() or stamp.read_text(encoding="utf-8") != _stamp():
         return False
     # pyodide.mjs names its own version as a string literal ("314.0.7").
     return f'"{version}"'.encode() in (directory / "pyodide.mjs").read_bytes()
@@ -251,6 +262,7 @@ def prepare(source: Path, dest: Path, log: Log = lambda _m: None, quality: int =
         _write(dest / name, data)
         for suffix, packed in compressed(data, quality).items():
             _write(dest / f"{name}{suffix}", packed)
+    _write(dest / STDLIB_STAMP, _stamp().encode())
     dest.chmod(0o755)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(dest, final)
