@@ -139,6 +139,8 @@ LONG = result(
         "### Patterns\n\n- `drafts/*` leaves out drafts [1]\n- `private/**` leaves out a"
         " folder [2]\n\n```yaml\nplugins:\n  - docpilot:\n      exclude: [drafts/*]\n```\n\n"
         "See the [CLI](/reference/cli/) for `docpilot index` [2].\n\n"
+        "| Pattern | Leaves out |\n| --- | --- |\n| `drafts/*` | drafts [1] |\n"
+        "| `private/**` | a folder, see the [CLI](/reference/cli/) [2] |\n\n"
         "## Checking\n\n1. Build the site.\n2. Ask about a draft page [1]."
     ),
     citations=[CITATION, SECOND],
@@ -153,6 +155,9 @@ LEGIBLE = {
     "privacy hint": ".dp-foot > span:first-child",
     "counter": ".dp-count",
     "AI label": ".dp-ai",
+    "table header": ".dp-body th",
+    "table cell": ".dp-body td",
+    "link in a table": ".dp-body td a:not(.dp-cite)",
 }
 
 
@@ -191,6 +196,9 @@ def test_a_long_answer_leaves_axe_nothing_to_report_in_light_and_dark(reader: Re
         "(hs) => hs.map((h) => h.tagName)"
     )
     assert levels == ["H3", "H4", "H3"], levels
+    # Code, a list and a table are all there for axe to look at.
+    for part in ("pre code", "ul > li", "ol > li", ".md-typeset__scrollwrap table tbody tr"):
+        expect(page.locator(f".dp-body {part}").first).to_be_visible()
     found = axe_violations(page)
     assert found == [], "\n".join(found)
     page.locator("label[title='Switch to dark mode']").first.click()

@@ -10,7 +10,9 @@ from pathlib import Path
 # extra bytes are accounted for: about 1.1 KB for the reader-facing states (rate cap with its
 # countdown, slow, stopped, stalled, offline), the entry points (search hand-off, ask about
 # and copy this page, the AI label and its report path), the skip link, clean Markdown for
-# Copy answer, and table drawing (13.6 KB before it, 16.1 KB after).
+# Copy answer, and table drawing (13.6 KB before it, 16.1 KB after); then about 0.25 KB for
+# GFM tables, strikethrough and task lists drawn from the contract's tree and Copy answer
+# writing them back as Markdown (16.4 KB).
 BUDGET = 16_500
 
 

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Literal
 
 DEFAULT_CHUNK_CHARS = 7  # small, so streamed JSON splits inside strings and escapes
 STALL_SECONDS = 5.0  # longer than any client timeout a test sets; cut short by stop()
+HOLD_SECONDS = 120.0  # the longest a stream waits at a `hold_before` gate nobody sets
 
 
 # --- the script ------------------------------------------------------------------------------
@@ -199,7 +200,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(step, Reply):
             self._start_stream()
+            streamed = ""  # the reply's text and tool-argument JSON written so far
             for event in owner.reply_events(step, answer.number, body):
+                streamed = owner.hold_at(streamed, event)
                 self._write_event(event)
                 if owner.pace:
                     owner.hold(owner.pace)
@@ -312,6 +315,11 @@ class ScriptedServer:
         self.started_streams: set[int] = set()
         self.closed_by_client: set[int] = set()
         self._changed = threading.Condition()
+        # (text, gate): a reply's stream waits before the event that would complete `text`
+        # until the test sets `gate` (`hold_before`); `held` lists the texts it waited at.
+        self._holds: deque[tuple[str, threading.Event]] = deque()
+        self._gates: list[threading.Event] = []
+        self.held: list[str] = []
         self._httpd = _HTTPServer(self)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -341,6 +349,8 @@ class ScriptedServer:
     def stop(self) -> None:
         """Stop serving, end stalls and open connections, close the listening socket."""
         self._stopping.set()
+        for gate in self._gates:  # a stream waiting at a hold ends now
+            gate.set()
         if self._thread.is_alive():
             self._httpd.shutdown()
             self._thread.join()
@@ -366,6 +376,40 @@ class ScriptedServer:
         closed by its client), or `timeout` passes; whether it held."""
         with self._changed:
             return self._changed.wait_for(lambda: condition(self), timeout)
+
+    def hold_before(self, text: str) -> threading.Event:
+        """Make the next replies' streams wait just before the event that completes
+        ``text`` (in the reply's text or a tool call's argument JSON, as written on the
+        wire) until the returned gate is set: a model that has written everything before
+        it and not yet the rest. Holds apply in the order they were added."""
+        gate = threading.Event()
+        with self._lock:
+            self._holds.append((text, gate))
+            self._gates.append(gate)
+        return gate
+
+    def hold_at(self, streamed: str, event: str) -> str:
+        """What the reply has streamed once ``event`` is written, after waiting at the
+        first hold whose text that completes (at most HOLD_SECONDS, or until the server
+        stops). Nothing is read while no hold waits."""
+        with self._lock:
+            if not self._holds:
+                return streamed
+            text, gate = self._holds[0]
+            after = streamed + self.streamed_piece(event)
+            if text not in after:
+                return after
+            self._holds.popleft()
+        with self._changed:
+            self.held.append(text)
+            self._changed.notify_all()
+        gate.wait(HOLD_SECONDS)
+        return after
+
+    def streamed_piece(self, event: str) -> str:
+        """The text or argument JSON an event of a reply adds ("" for other events); read
+        only while a hold waits."""
+        raise NotImplementedError(f"{type(self).__name__} does not support hold_before")
 
     def hold(self, seconds: float) -> None:
         """Wait `seconds`, or less if the server is stopping (never sleeps past a test)."""
@@ -552,6 +596,12 @@ class AnthropicServer(ScriptedServer):
             yield _delta(index, {"type": "thinking_delta", "thinking": piece})
         yield _delta(index, {"type": "signature_delta", "signature": thinking_signature(number)})
         yield _event("content_block_stop", {"type": "content_block_stop", "index": index})
+
+    def streamed_piece(self, event: str) -> str:
+        if '"content_block_delta"' not in event:
+            return ""
+        delta = json.loads(event.split("data: ", 1)[1])["delta"]
+        return str(delta.get("text") or delta.get("partial_json") or "")
 
     def error_event(self, error_type: str) -> str:
         error = {"type": error_type, "message": "Overloaded" if "overload" in error_type else ""}
