@@ -95,6 +95,17 @@ def make_site(tmp_path: Path) -> SiteFactory:
     return make
 
 
+@pytest.fixture(scope="module")
+def small_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A three-page site (installation, caching, proxies), written and indexed without
+    MkDocs (`small_site.build_small_site`), once per module."""
+    from small_site import CACHE, INSTALL, PROXY, build_small_site
+
+    root = tmp_path_factory.mktemp("small")
+    build_small_site(root / "site", root / "cache", [INSTALL, CACHE, PROXY])
+    return root / "site"
+
+
 @pytest.fixture
 def shared_site(site_builds: SiteBuilds) -> SharedSite:
     """The project `make_site` would write, built once for the session (its embedding cache

@@ -260,3 +260,16 @@ def test_multilingual_set_is_real_non_english_questions_on_an_english_site(
     items = devsets.load(folder, "tune") + devsets.load(folder, "test")
     assert items and all(i.lang != "en" for i in items)
     assert devsets.thread_source_problems(items) == []
+
+
+@pytest.mark.parametrize("name", devsets.translated_sets())
+def test_translated_set_translates_its_corpus_questions_within_their_half(
+    name: str, built_sites: dict[str, Path]
+) -> None:
+    # Our translations of real questions (issue 23, point 4): each stays in its original's
+    # half, keeps its kind, names pages of the built site, and is not English.
+    assert devsets.translation_problems(built_sites[name], name) == []
+    items = devsets.load(devsets.TRANSLATED / name, "tune") + devsets.load(
+        devsets.TRANSLATED / name, "test"
+    )
+    assert len({i.lang for i in items}) >= 3

@@ -28,7 +28,7 @@ from docpilot_runtime.answer.ladder import Answer, AnswerJob, ask_providers
 from docpilot_runtime.answer.memory import build_memory, render_memory
 from docpilot_runtime.answer.second_opinion import second_opinion
 from docpilot_runtime.check.validate import Piece
-from docpilot_runtime.limits.caps import Caps
+from docpilot_runtime.limits.caps import Caps, TurnSpend
 from docpilot_runtime.providers import Provider, ProviderError, make_provider
 from docpilot_runtime.records import Recorder, StageClock
 from docpilot_runtime.records.schema import VerdictRecord
@@ -40,7 +40,7 @@ from docpilot_runtime.reply.results import (
 )
 from docpilot_runtime.retrieve.site import Retrieval, Site
 from docpilot_runtime.settings.load import Settings
-from docpilot_runtime.shared.framing import Framing, framing_for
+from docpilot_runtime.shared.framing import Framing
 from docpilot_runtime.shared.paths import page_path
 from docpilot_runtime.shared.types import AskRequest, Result, TurnBasis
 from docpilot_runtime.sites.source import BundleSource, load_sites
@@ -91,7 +91,8 @@ class Runtime:
             self.http = httpx.AsyncClient()
 
     async def _answer(
-        self, request: AskRequest, retrieval: Retrieval, emit: EventSink, framing: Framing
+        self, request: AskRequest, retrieval: Retrieval, emit: EventSink, framing: Framing,
+        spend: TurnSpend | None = None,
     ) -> Answer | None:
         async def delta(piece: Piece) -> None:
             # Newly validated blocks (append text and tree), then the validated draft of
@@ -113,6 +114,7 @@ class Runtime:
             emit_delta=delta,
             progress=progress,
             framing=framing,
+            spend=spend,
         )
         return await ask_providers(self.providers, job)
 
@@ -221,16 +223,18 @@ class Runtime:
         # 3. Retrieval and the gate.
         # Off the event loop: a hosted query embedder is a blocking HTTP call.
         retrieval = await asyncio.to_thread(site.retrieve, request)
-        framing = framing_for(request.lang)
+        framing = retrieval.framing(request.lang)  # the page's, or the question's own
         progressed = retrieval.progress(framing)
         await emit(Event("progress", {"stage": "retrieval", "message": progressed}))
         basis = retrieval.basis(opening_basis)
         if not retrieval.passed:
             return refusal_result(site.name, retrieval.closest_pages(), basis, framing)
 
-        # 4-6. A model, primed with the gate's excerpts, through the answer ladder.
+        # 4-6. A model, primed with the gate's excerpts, through the answer ladder; each
+        # call holds its estimate of the day's spend first (caps.TurnSpend).
+        spend = TurnSpend(self.caps) if self.caps is not None else None
         if self.providers and models:
-            answered = await self._answer(request, retrieval, emit, framing)
+            answered = await self._answer(request, retrieval, emit, framing, spend)
             if answered is not None:
                 if answered.citations:
                     return Result.of(
@@ -256,7 +260,10 @@ class Runtime:
                 )
 
         # Above the gate with no model (or none answered): the best excerpts, each cited.
-        return passages_result(request.question, retrieval.shown_units(), basis, framing)
+        result = passages_result(request.question, retrieval.shown_units(), basis, framing)
+        if spend is not None and spend.refused:
+            result.fallback_reason = "spend_cap"
+        return result
 
 
 def load_runtime(site_dir: str | Path, settings: Settings | None = None) -> Runtime:

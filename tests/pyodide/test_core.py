@@ -253,6 +253,35 @@ def test_check_finds_a_credential_and_its_span() -> None:
     assert browser.check("what is a GitHub token?") == {"credential": None, "dropped": []}
 
 
+def test_an_excerpt_quotes_the_sentence_that_matched_whole() -> None:
+    text = (
+        "Builds are fast. The embeddings are cached per project, e.g. under the user's "
+        "cache folder, and reused by every build. Unrelated filler follows here.\n\n"
+        "Some other paragraph mentions the cache once."
+    )
+    # Not split at "e.g.", and nothing stitched from another paragraph.
+    assert excerpt("where are embeddings cached per project", text) == (
+        "The embeddings are cached per project, e.g. under the user's cache folder, and "
+        "reused by every build."
+    )
+
+
+def test_an_excerpt_never_cuts_a_code_span_or_loses_the_match() -> None:
+    text = "Set `exclude: [a. B]` to skip pages. Then rebuild. Nothing else."
+    assert excerpt("exclude skip pages", text).startswith("Set `exclude: [a. B]` to skip pages.")
+    long = "Intro words " * 50 + "and finally the rotation interval is thirty days."
+    quoted = excerpt("rotation interval", long)
+    assert "rotation interval is thirty days." in quoted and quoted.startswith("…")
+    assert len(quoted) <= 420
+
+
+def test_an_excerpt_adds_the_neighbouring_sentence_that_shares_words() -> None:
+    text = "Keys are made in the dashboard. A key expires after a year. Billing is monthly."
+    assert excerpt("when does a key expire", text) == (
+        "Keys are made in the dashboard. A key expires after a year."
+    )
+
+
 def test_passages_treat_list_items_as_their_own_sentences() -> None:
     from docpilot_runtime.reply.passages import excerpt
 

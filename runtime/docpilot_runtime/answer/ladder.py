@@ -25,6 +25,7 @@ import httpx
 
 from docpilot_runtime.answer.actions import validate_actions
 from docpilot_runtime.answer.prompt import PLATFORM_RULES, first_message, site_profile
+from docpilot_runtime.answer.spend import SpendCapReached, SpendGate, complete_within
 from docpilot_runtime.answer.tools import TurnTools
 from docpilot_runtime.check.markdown_parse import Hooks, parse, to_tree
 from docpilot_runtime.check.validate import Piece, StreamValidator, validate_answer
@@ -41,7 +42,6 @@ log = logging.getLogger("docpilot.answer")
 Progress = Callable[[str, dict[str, Any]], Awaitable[None]]
 PRIMED_UNITS = 6
 SUMMARY_CHARS = 600
-QUERY_CHARS = 80
 LAST_STEP_NOTE = "\n\n(This was the last tool step: call the answer tool now.)"
 
 
@@ -169,6 +169,7 @@ class AnswerJob:
     emit_delta: Callable[[Piece], Awaitable[None]]
     progress: Progress
     framing: Framing = ENGLISH
+    spend: SpendGate | None = None  # each call holds its estimate of the day's spend
 
 
 class ProviderRun:
@@ -183,6 +184,7 @@ class ProviderRun:
         self.tools = TurnTools(self.site, job.http)
         self.emit_delta = job.emit_delta
         self.progress = job.progress
+        self.spend = job.spend
         actions = [str(a.get("name")) for a in self.site.bundle.actions]
         self.system = [PLATFORM_RULES, site_profile(self.site.name, actions)]
         rows = self.retrieval.model_order()[:PRIMED_UNITS]
@@ -217,7 +219,9 @@ class ProviderRun:
                     if shown is not None:
                         await self.emit_delta(shown)
 
-            reply = await self.provider.complete(self.system, self.messages, specs, on_delta)
+            reply = await complete_within(
+                self.spend, self.provider, self.system, self.messages, specs, on_delta
+            )
             self.usage = self.usage + reply.usage
             self.cost += cost_micro_usd(self.provider.model, reply.usage)  # per call: tiers
             answers = [c for c in reply.tool_calls if c.name == "answer"]
@@ -242,12 +246,11 @@ class ProviderRun:
 
     async def _announce(self, call: ToolCall) -> None:
         args = call.arguments or {}
-        # Built by us from bounded values: a tool the site does not declare is never
-        # named, and a query is one short line of plain text.
+        # Built by us from the site's own words: no text the model wrote (its search query
+        # could repeat an injected page), and a tool the site does not declare is never named.
         words = self.framing
         if call.name == "search_docs":
-            query = _bounded_line(str(args.get("query", "")), QUERY_CHARS)
-            message = _fill(words.searching_for, "{query}", query) if query else words.searching
+            message = words.searching
         elif call.name in ("fetch_section", "expand_section"):
             row = self.site.unit_rows.get(str(args.get("id", "")))
             if row is None:
@@ -327,6 +330,8 @@ async def ask_providers(providers: Sequence[Provider], job: AnswerJob) -> Answer
                 settings.turn_deadline,
             )
             return None
+        except SpendCapReached:
+            return None  # no provider may be called: the caller settles as passages
         except (ProviderError, NoAnswer, httpx.HTTPError) as exc:
             log.warning(
                 "provider %s:%s gave no answer (%s); next on the ladder",

@@ -76,6 +76,7 @@ class Signals:
     dense_margin: float | None = None
     lexical_coverage: float = 0.0
     known_share: float = 0.0
+    names_known: float = 1.0
 
     def get(self, name: str) -> float:
         value = getattr(self, name)

@@ -29,6 +29,7 @@ from docpilot_runtime.retrieve.lexical import (
     release_pages,
     term_ceiling,
 )
+from docpilot_runtime.retrieve.names import names_known
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
 from docpilot_runtime.retrieve.tokenize import (
     query_terms,
@@ -236,6 +237,7 @@ class Searcher:
                 lexical_margin=lex_margin,
                 lexical_coverage=coverage,
                 known_share=known,
+                names_known=names_known(self.lexical, text),
             )
             return Ranking(order=order, mode="lexical", signals=signals, lexical=lexical)
         dense = self.dense.search(query, p.dense_candidates)[: p.channel_depth]
@@ -257,6 +259,7 @@ class Searcher:
             dense_margin=margin(dense_scores, 5),
             lexical_coverage=coverage,
             known_share=known,
+            names_known=names_known(self.lexical, text),
         )
         return Ranking(order=order, mode="hybrid", signals=signals, lexical=lexical, dense=dense)
 
