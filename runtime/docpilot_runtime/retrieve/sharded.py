@@ -142,6 +142,7 @@ class UnitFiles:
         self.fragments: dict[int, Any] = {}
         self.id_blocks: dict[int, list[str]] = {}
         self.wanted: set[str] = set()
+        self.stand_ins = 0  # values read while their file was missing, ever
 
     def add(self, name: str, data: bytes, where: str) -> None:
         if name in self.id_names:
@@ -160,8 +161,10 @@ class UnitFiles:
             if block is not None:
                 return block[row % self.id_block_units]
             self.wanted.add(self.id_names[row // self.id_block_units])
+            self.stand_ins += 1
             return ""
         self.wanted.add(self.fragment_names[row // self.fragment_units])
+        self.stand_ins += 1
         return _EMPTY[field]
 
 
@@ -212,6 +215,17 @@ class ShardedSite(Site):
             self._cognates = Cognates(self.lexical, self.params.cognate_prefix)
             self._cognates_terms = len(self.lexical.vocabulary)
         return self._cognates
+
+    @property
+    def docs_language(self) -> str:
+        """`Site.docs_language`, kept only once it was read from real unit text (a run
+        that read stand-ins for the first units reads it again when they are loaded)."""
+        assert self.files is not None
+        before = self.files.stand_ins
+        language = super().docs_language
+        if self.files.stand_ins != before:
+            self._docs_language = None
+        return language
 
     def add(self, name: str, data: bytes) -> None:
         """One fetched file (its path under ``static/``, as `Need` named it)."""
