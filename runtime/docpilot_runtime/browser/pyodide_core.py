@@ -47,7 +47,8 @@ REGISTRY_ENV = "NPM_CONFIG_REGISTRY"
 GLOBAL_NPMRC = (Path("/etc/npmrc"),)  # where Debian's npm keeps its global config
 # Every module the worker loads from the standard library zip: traced by
 # tools/pyodide/trace-stdlib.mjs (boot, our wheel installed from the lock file, static
-# index loaded, credential check, static answers), plus three common codecs.
+# index loaded, credential check, static answers), plus three common codecs; hashlib and
+# hmac, which the credential check's formats (screen/formats.py) import at load time.
 _TRACED = """
 __future__ _collections_abc _colorize _opcode_metadata _py_warnings _pyodide _pyodide._base
 _pyodide._core_docs _pyodide._future_helper _pyodide._importhook _pyodide.docs_argspec
@@ -63,7 +64,7 @@ compression._common compression._common._streams compression.zstd compression.zs
 concurrent concurrent.futures concurrent.futures._base contextlib contextvars copy copyreg
 dataclasses dis email encodings encodings.aliases encodings.ascii encodings.cp437
 encodings.latin_1 encodings.utf_8 encodings.utf_8_sig enum fnmatch functools genericpath
-glob heapq importlib importlib._abc importlib._bootstrap importlib._bootstrap_external
+glob hashlib heapq hmac importlib importlib._abc importlib._bootstrap importlib._bootstrap_external
 importlib.abc importlib.machinery importlib.metadata importlib.metadata._collections
 importlib.metadata._functools importlib.metadata._itertools importlib.metadata._meta
 importlib.util inspect io ipaddress json json.decoder json.encoder json.scanner keyword
@@ -75,6 +76,9 @@ tempfile textwrap threading token tokenize traceback types typing urllib urllib.
 warnings weakref zipfile zipfile._path zipfile._path.glob zipimport
 """
 STDLIB_MODULES = frozenset(_TRACED.split())
+# Written beside a prepared copy: the modules its reduced zip was made with, so a copy
+# made before STDLIB_MODULES changed is prepared again (it would lack a module).
+STDLIB_STAMP = "docpilot-stdlib.modules"
 _GZIP_LEVEL = 9
 # Brotli's best (11) takes about two minutes on the wasm, once per wheel build or set-up,
 # and saves 0.4 MB over quality 7; a build that must compress on the spot uses QUICK.
@@ -229,13 +233,21 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def is_prepared(directory: Path, version: str = PYODIDE_VERSION) -> bool:
-    """Whether ``directory`` holds SITE_FILES of ``version``, each with its .gz sibling."""
+    """Whether ``directory`` holds SITE_FILES of ``version``, each with its .gz sibling,
+    its stdlib zip reduced to the current STDLIB_MODULES."""
     if not all(
         (directory / f"{name}{suffix}").is_file() for name in SITE_FILES for suffix in ("", ".gz")
     ):
         return False
+    stamp = directory / STDLIB_STAMP
+    if not stamp.is_file() or stamp.read_text(encoding="utf-8") != _stdlib_stamp():
+        return False
     # pyodide.mjs names its own version as a string literal ("314.0.7").
     return f'"{version}"'.encode() in (directory / "pyodide.mjs").read_bytes()
+
+
+def _stdlib_stamp() -> str:
+    return "\n".join(sorted(STDLIB_MODULES)) + "\n"
 
 
 def prepare(source: Path, dest: Path, log: Log = lambda _m: None, quality: int = BEST) -> Path:
@@ -251,6 +263,7 @@ def prepare(source: Path, dest: Path, log: Log = lambda _m: None, quality: int =
         _write(dest / name, data)
         for suffix, packed in compressed(data, quality).items():
             _write(dest / f"{name}{suffix}", packed)
+    _write(dest / STDLIB_STAMP, _stdlib_stamp().encode("utf-8"))
     dest.chmod(0o755)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(dest, final)

@@ -44,6 +44,7 @@ from docpilot_runtime.bundle.schema import (
     BundleError,
 )
 from docpilot_runtime.bundle.write import gate_map
+from docpilot_runtime.shared.languages import docs_language_of
 
 SHARDS_DIR = "static"  # under <site_dir>/docpilot/
 MANIFEST_NAME = "manifest.json"
@@ -180,6 +181,8 @@ def encode_shards(bundle: Bundle, release: frozenset[int]) -> ShardFiles:
         "bundle_hash": bundle.hash,
         "generator": bundle.generator,
         "site": {"name": bundle.site.name, "url": bundle.site.url},
+        # Read from the first units' text at build, as Site.docs_language reads it.
+        "docs_language": docs_language_of(units),
         "pages": {"url": [p.url for p in bundle.pages], "title": [p.title for p in bundle.pages]},
         "units": {
             "count": len(units),

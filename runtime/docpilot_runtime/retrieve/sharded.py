@@ -218,8 +218,9 @@ class ShardedSite(Site):
 
     @property
     def docs_language(self) -> str:
-        """`Site.docs_language`, kept only once it was read from real unit text (a run
-        that read stand-ins for the first units reads it again when they are loaded)."""
+        """`Site.docs_language`: the manifest's (read from the first units at build), else
+        read here, and kept only once it was read from real unit text (a run that read
+        stand-ins for the first units reads it again when they are loaded)."""
         assert self.files is not None
         before = self.files.stand_ins
         language = super().docs_language
@@ -313,4 +314,7 @@ def sharded_site(manifest_text: str | bytes, prefix: str = "/", where: str = "")
     )
     release = frozenset(int(p) for p in manifest["release"])
     searcher = Searcher(lexical, units=units, release=release)
-    return ShardedSite(prefix=prefix, bundle=bundle, searcher=searcher, files=files)
+    site = ShardedSite(prefix=prefix, bundle=bundle, searcher=searcher, files=files)
+    if isinstance(manifest.get("docs_language"), str):
+        site._docs_language = manifest["docs_language"]
+    return site

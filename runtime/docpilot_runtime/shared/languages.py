@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 __all__ = ["question_language", "same_language"]
 
@@ -101,6 +103,14 @@ def question_language(text: str) -> str:
     if best >= 2 and best > english and list(scores.values()).count(best) == 1:
         return lang
     return "en" if english else ""
+
+
+def docs_language_of(units: Sequence[Any]) -> str:
+    """The language docs are written in, read from the opening of their first sections
+    (units with ``title`` and ``text``); "" when that says nothing. The sharded static
+    index records it, so a reader's first question need not fetch those sections."""
+    sample = " ".join(f"{u.title}. {u.text[:400]}" for u in units[:40])
+    return question_language(sample[:8000])
 
 
 def same_language(a: str, b: str) -> bool:
