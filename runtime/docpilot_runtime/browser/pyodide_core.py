@@ -47,8 +47,8 @@ REGISTRY_ENV = "NPM_CONFIG_REGISTRY"
 GLOBAL_NPMRC = (Path("/etc/npmrc"),)  # where Debian's npm keeps its global config
 # Every module the worker loads from the standard library zip: traced by
 # tools/pyodide/trace-stdlib.mjs (boot, our wheel installed from the lock file, static
-# index loaded, credential check, static answers), plus three common codecs; hashlib and
-# hmac, which the credential check's formats (screen/formats.py) import at load time.
+# index loaded, credential check, static answers), plus three common codecs, and
+# hashlib and hmac (the credential check's JWT sample-secret test, which few questions reach).
 _TRACED = """
 __future__ _collections_abc _colorize _opcode_metadata _py_warnings _pyodide _pyodide._base
 _pyodide._core_docs _pyodide._future_helper _pyodide._importhook _pyodide.docs_argspec
@@ -76,9 +76,11 @@ tempfile textwrap threading token tokenize traceback types typing urllib urllib.
 warnings weakref zipfile zipfile._path zipfile._path.glob zipimport
 """
 STDLIB_MODULES = frozenset(_TRACED.split())
-# Written beside a prepared copy: the modules its reduced zip was made with, so a copy
-# made before STDLIB_MODULES changed is prepared again (it would lack a module).
-STDLIB_STAMP = "docpilot-stdlib.modules"
+# Written as the reduced zip's comment: a zip reduced to another module list (an older
+# set-up's) is not "prepared", so set-up and the wheel build make it again.
+STDLIB_STAMP = (
+    "docpilot-stdlib " + hashlib.sha256(" ".join(sorted(STDLIB_MODULES)).encode()).hexdigest()[:16]
+).encode()
 _GZIP_LEVEL = 9
 # Brotli's best (11) takes about two minutes on the wasm, once per wheel build or set-up,
 # and saves 0.4 MB over quality 7; a build that must compress on the spot uses QUICK.
@@ -212,6 +214,7 @@ def reduce_stdlib(full: bytes) -> bytes:
                 entry = zipfile.ZipInfo(info.filename, date_time=_ZIP_TIME)
                 entry.external_attr = info.external_attr
                 target.writestr(entry, source.read(info))
+        target.comment = STDLIB_STAMP
     return out.getvalue()
 
 
@@ -234,20 +237,19 @@ def _write(path: Path, data: bytes) -> None:
 
 def is_prepared(directory: Path, version: str = PYODIDE_VERSION) -> bool:
     """Whether ``directory`` holds SITE_FILES of ``version``, each with its .gz sibling,
-    its stdlib zip reduced to the current STDLIB_MODULES."""
+    the stdlib zip reduced to this STDLIB_MODULES."""
     if not all(
         (directory / f"{name}{suffix}").is_file() for name in SITE_FILES for suffix in ("", ".gz")
     ):
         return False
-    stamp = directory / STDLIB_STAMP
-    if not stamp.is_file() or stamp.read_text(encoding="utf-8") != _stdlib_stamp():
+    try:
+        with zipfile.ZipFile(directory / STDLIB_NAME) as stdlib:
+            if stdlib.comment != STDLIB_STAMP:  # reduced to another module list
+                return False
+    except zipfile.BadZipFile:
         return False
     # pyodide.mjs names its own version as a string literal ("314.0.7").
     return f'"{version}"'.encode() in (directory / "pyodide.mjs").read_bytes()
-
-
-def _stdlib_stamp() -> str:
-    return "\n".join(sorted(STDLIB_MODULES)) + "\n"
 
 
 def prepare(source: Path, dest: Path, log: Log = lambda _m: None, quality: int = BEST) -> Path:
@@ -263,7 +265,6 @@ def prepare(source: Path, dest: Path, log: Log = lambda _m: None, quality: int =
         _write(dest / name, data)
         for suffix, packed in compressed(data, quality).items():
             _write(dest / f"{name}{suffix}", packed)
-    _write(dest / STDLIB_STAMP, _stdlib_stamp().encode("utf-8"))
     dest.chmod(0o755)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(dest, final)

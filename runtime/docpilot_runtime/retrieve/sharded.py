@@ -47,6 +47,7 @@ from docpilot_runtime.retrieve.lexical import LexicalIndex
 from docpilot_runtime.retrieve.search import Searcher
 from docpilot_runtime.retrieve.site import Site, anchor_questions
 from docpilot_runtime.retrieve.tokenize import query_terms, search_term_counts
+from docpilot_runtime.shared.languages import DOCS_SAMPLE_UNITS
 from docpilot_runtime.shared.types import AskRequest
 
 RECORD_FIELDS = ("id", "url", "title", "breadcrumb", "text")
@@ -142,7 +143,6 @@ class UnitFiles:
         self.fragments: dict[int, Any] = {}
         self.id_blocks: dict[int, list[str]] = {}
         self.wanted: set[str] = set()
-        self.stand_ins = 0  # values read while their file was missing, ever
 
     def add(self, name: str, data: bytes, where: str) -> None:
         if name in self.id_names:
@@ -161,10 +161,8 @@ class UnitFiles:
             if block is not None:
                 return block[row % self.id_block_units]
             self.wanted.add(self.id_names[row // self.id_block_units])
-            self.stand_ins += 1
             return ""
         self.wanted.add(self.fragment_names[row // self.fragment_units])
-        self.stand_ins += 1
         return _EMPTY[field]
 
 
@@ -208,6 +206,22 @@ class ShardedSite(Site):
         return lexical
 
     @property
+    def docs_language(self) -> str:
+        """The manifest's (``sharded_site``); from a manifest without it, as
+        `Site.docs_language`, read only once the sections it reads are loaded: a run that
+        finds them missing notes them and says nothing (its result is dropped, and the turn
+        runs again with them), so stand-ins are never what the language is read from."""
+        files = self.files
+        assert files is not None
+        if self._docs_language is None and not self.language:
+            rows = range(min(DOCS_SAMPLE_UNITS, files.count))
+            if any(row // files.fragment_units not in files.fragments for row in rows):
+                for row in rows:
+                    files.value("text", row)  # noted as wanted
+                return ""
+        return super().docs_language
+
+    @property
     def cognates(self) -> Cognates:
         """Rebuilt when shards were added: a cognate is looked for only in its word's shard,
         which the turn has loaded by then."""
@@ -215,18 +229,6 @@ class ShardedSite(Site):
             self._cognates = Cognates(self.lexical, self.params.cognate_prefix)
             self._cognates_terms = len(self.lexical.vocabulary)
         return self._cognates
-
-    @property
-    def docs_language(self) -> str:
-        """`Site.docs_language`: the manifest's (read from the first units at build), else
-        read here, and kept only once it was read from real unit text (a run that read
-        stand-ins for the first units reads it again when they are loaded)."""
-        assert self.files is not None
-        before = self.files.stand_ins
-        language = super().docs_language
-        if self.files.stand_ins != before:
-            self._docs_language = None
-        return language
 
     def add(self, name: str, data: bytes) -> None:
         """One fetched file (its path under ``static/``, as `Need` named it)."""
@@ -315,6 +317,6 @@ def sharded_site(manifest_text: str | bytes, prefix: str = "/", where: str = "")
     release = frozenset(int(p) for p in manifest["release"])
     searcher = Searcher(lexical, units=units, release=release)
     site = ShardedSite(prefix=prefix, bundle=bundle, searcher=searcher, files=files)
-    if isinstance(manifest.get("docs_language"), str):
-        site._docs_language = manifest["docs_language"]
+    if isinstance(site_raw.get("docs_language"), str):
+        site._docs_language = site_raw["docs_language"]
     return site

@@ -26,9 +26,10 @@ from docpilot_runtime.retrieve.search import Mode, Ranking, Searcher
 from docpilot_runtime.retrieve.tokenize import query_terms
 from docpilot_runtime.shared.framing import ENGLISH, Framing, framing_for
 from docpilot_runtime.shared.languages import (
-    docs_language_of,
+    DOCS_SAMPLE_UNITS,
     question_language,
     same_language,
+    sections_language,
 )
 from docpilot_runtime.shared.paths import page_key
 from docpilot_runtime.shared.types import (
@@ -247,7 +248,10 @@ class Site:
         """The language the docs are written in: the manifest's, else read from the
         opening of the first sections ("" when that says nothing)."""
         if self._docs_language is None:
-            self._docs_language = self.language or docs_language_of(self.bundle.units)
+            units = self.bundle.units[:DOCS_SAMPLE_UNITS]
+            self._docs_language = self.language or sections_language(
+                (u.title, u.text) for u in units
+            )
         return self._docs_language
 
     def reader_language(self, question: str) -> str:

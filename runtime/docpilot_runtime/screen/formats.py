@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import json
 import re
 
@@ -227,12 +225,16 @@ def _is_real_jwt(m: re.Match[str]) -> bool:
     return not (isinstance(payload, dict) and payload.get("role") == "anon")
 
 
-_HMAC_ALGORITHMS = {"HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512}
-
-
 def _signed_with_a_sample_secret(m: re.Match[str], alg: str) -> bool:
-    """Whether an HMAC-signed JWT's signature is that of a documentation sample's secret."""
-    digest = _HMAC_ALGORITHMS.get(alg.upper())
+    """Whether an HMAC-signed JWT's signature is that of a documentation sample's secret.
+    hashlib and hmac are imported here, for the few texts that reach this, not at every
+    boot of the browser core (the reduced standard library zip holds both)."""
+    import hashlib
+    import hmac
+
+    digest = {"HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512}.get(
+        alg.upper()
+    )
     if digest is None:
         return False
     signing = f"{m.group(1)}.{m.group(2)}".encode("ascii")

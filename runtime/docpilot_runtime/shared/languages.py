@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
 
 __all__ = ["question_language", "same_language"]
 
@@ -105,14 +104,6 @@ def question_language(text: str) -> str:
     return "en" if english else ""
 
 
-def docs_language_of(units: Sequence[Any]) -> str:
-    """The language docs are written in, read from the opening of their first sections
-    (units with ``title`` and ``text``); "" when that says nothing. The sharded static
-    index records it, so a reader's first question need not fetch those sections."""
-    sample = " ".join(f"{u.title}. {u.text[:400]}" for u in units[:40])
-    return question_language(sample[:8000])
-
-
 def same_language(a: str, b: str) -> bool:
     """Whether two language tags name one language ("pt-BR" and "pt"); an empty tag
     matches anything (nothing is known)."""
@@ -120,3 +111,14 @@ def same_language(a: str, b: str) -> bool:
         return True
     return a.lower().replace("_", "-").split("-")[0] == b.lower().replace("_", "-").split("-")[0]
 
+
+
+# How many of the first sections a site's language is read from.
+DOCS_SAMPLE_UNITS = 40
+
+
+def sections_language(sections: Iterable[tuple[str, str]]) -> str:
+    """The language of docs sections given as (title, text) pairs: read from their
+    openings, as a question's ("" when that says nothing)."""
+    sample = " ".join(f"{title}. {text[:400]}" for title, text in sections)
+    return question_language(sample[:8000])
