@@ -16,7 +16,8 @@ preview's bundle, never recorded as the last build (``index_site``'s ``serve``).
 
 The reader's widget: every page gets its configuration (a JSON script block) and a
 module script tag before `</body>`, with a relative path so the site works under a
-sub-path; the widget's files are copied into `site/docpilot/` after the build.
+sub-path; the widget's files join MkDocs' file collection (other plugins see them), and
+the bundle and Pyodide are written into `site/docpilot/` after the build.
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ from typing import Any
 
 from docpilot_runtime.api import index_built_site
 from docpilot_runtime.browser.install import BrowserRuntimeError
-from docpilot_runtime.browser.widget import inject, script_src, widget_config, widget_tags
+from docpilot_runtime.browser.widget import (
+    WIDGET_DIR,
+    inject,
+    script_src,
+    widget_config,
+    widget_files,
+    widget_tags,
+)
 from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
 from docpilot_runtime.index.build import BuildError, PageSource, is_excluded, page_url
 from docpilot_runtime.index.cache import resolve_cache_dir
@@ -45,7 +53,7 @@ from docpilot_runtime.shared.paths import published_under
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, get_plugin_logger
-from mkdocs.structure.files import Files
+from mkdocs.structure.files import File, Files
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
 
@@ -218,6 +226,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
         self.nav: list[tuple[str, str]] = []
         self.serve = False
         self.offline = False  # Material's offline plugin is on (see OFFLINE_WARNING)
+        self.widget_in_files = False  # the widget's files are in MkDocs' collection
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         # Defining on_startup keeps this object alive across `mkdocs serve` rebuilds,
@@ -268,7 +277,23 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
 
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
         self.site_pages = [(f.src_uri, f.dest_uri) for f in files.documentation_pages()]
+        self.widget_in_files = self._add_widget_files(files, config)
         return files
+
+    def _add_widget_files(self, files: Files, config: MkDocsConfig) -> bool:
+        """The widget's files as generated files of the build, so the plugins after this
+        one (minify, privacy, offline, hooks) see them as any other asset. Not for a
+        language's build (its folder is not the site_dir MkDocs writes to), nor where MkDocs
+        has no generated files (before 1.6) or the docs hold a file of the same name:
+        `on_post_build` copies them then, as `docpilot index` does."""
+        if self.widget is None or self.language is not None or not hasattr(File, "generated"):
+            return False
+        names = widget_files()
+        if any(files.get_file_from_path(f"{WIDGET_DIR}/{name}") for name in names):
+            return False
+        for name, data in names.items():
+            files.append(File.generated(config, f"{WIDGET_DIR}/{name}", content=data))
+        return True
 
     def on_nav(self, nav: Navigation, *, config: MkDocsConfig, files: Files) -> Navigation:
         # Text repeated across pages is indexed on the first page in the nav that has it;
@@ -344,6 +369,7 @@ class DocPilotPlugin(BasePlugin[DocPilotConfig]):  # type: ignore[no-untyped-cal
                 serve=self.serve,
                 # A language's build sees its own pages; `exclude` may name another's.
                 also_sources=self._all_sources(config) if self.language else (),
+                widget_files_written=self.widget_in_files,
             )
         except (BuildError, EmbedderError, BrowserRuntimeError) as exc:
             # Without Pyodide the widget sends nothing (it cannot check for secrets).

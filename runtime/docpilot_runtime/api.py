@@ -76,6 +76,7 @@ def index_built_site(
     nav: Sequence[NavEntry] = (),
     serve: bool = False,
     also_sources: Sequence[str] = (),
+    widget_files_written: bool = False,
 ) -> IndexResult:
     """Write the bundle for an already built site and install the reader's widget.
 
@@ -109,7 +110,9 @@ def index_built_site(
         tagged = inject_built_site(site, [(p.path, p.url) for p in all_pages], config)
     # `mkdocs serve`'s server ignores .gz/.br siblings: compressing static.json again after
     # every edit would only cost time.
-    install_widget(site, widget, log=log, bundle=report.bundle, warn=warn, precompress=not serve)
+    # The plugin hands the widget's own files to MkDocs' collection (widget_files_written).
+    install_widget(site, widget, log=log, bundle=report.bundle, warn=warn, precompress=not serve,
+                   copy=not widget_files_written)
     return IndexResult(report, widget=True, tagged=tagged, page_count=len(all_pages))
 
 
