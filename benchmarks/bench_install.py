@@ -59,27 +59,20 @@ GROUPS = {
     "minifiers (rjsmin, rcssmin)": ("rjsmin", "rcssmin"),
 }
 
-# Modules a static-site owner's build has no use for: the server, its records, metrics,
-# caps and model calls.
+# Modules (and subpackages) a static-site owner's build has no use for: the server, the
+# turn, its records, caps, model calls, answers, reports and served sites.
 RUNTIME_SIDE = tuple(
     f"docpilot_runtime.{m}"
     for m in (
-        "app",
-        "records",
-        "metrics",
-        "caps",
-        "caps_shared",
-        "security_headers",
-        "providers",
-        "second_opinion",
-        "upstream",
-        "bundle_source",
-        "bundle_swap",
-        "mcp_server",
-        "serving",
+        "serve",
         "turn",
+        "records",
+        "limits",
+        "providers",
         "answer",
         "report",
+        "sites",
+        "embedders.openai",
     )
 )
 
@@ -310,6 +303,9 @@ def import_chains(
 def _table(header: tuple[str, ...], rows: Iterable[tuple[object, ...]]) -> None:
     """A Markdown table; columns that hold only numbers are right-aligned."""
     rows = list(rows)
+    if not rows:
+        print("(none)\n")
+        return
     numeric = [all(isinstance(r[i], int | float) for r in rows) for i in range(len(header))]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---:" if n else "---" for n in numeric) + "|")
@@ -411,8 +407,10 @@ def main() -> None:
             if line.split("|")[-1].strip().startswith("docpilot_runtime")
         }
     )
+    packages = {n for n in runtime if any(m.startswith(f"{n}.") for m in runtime)}
     print(
-        f"The plugin's import loads {len(runtime)} docpilot_runtime modules; "
+        f"The plugin's import loads {len(runtime)} docpilot_runtime modules "
+        f"({len(packages)} of them packages' __init__); "
         "third-party packages it loads, and through which of ours each is first imported:\n"
     )
     _table(("package", "imported through"), sorted(chains.items()))
