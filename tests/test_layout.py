@@ -38,7 +38,9 @@ ALLOWED: dict[str, set[str]] = {
     "screen": {"shared"},
     "retrieve": {"shared", "bundle"},
     "reply": {"shared", "bundle", "screen", "retrieve"},
-    "check": {"shared", "settings", "bundle", "reply"},
+    # check/support.py reads an answer's words with the search's own tokenizer and
+    # function words (issue 22: the support check of answers that cite nothing inline).
+    "check": {"shared", "settings", "bundle", "retrieve", "reply"},
     "providers": {"settings"},
     "answer": {"shared", "settings", "retrieve", "check", "providers"},
     "embedders": {"settings", "providers"},

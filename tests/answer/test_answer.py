@@ -323,7 +323,16 @@ def test_every_provider_down_settles_as_passages(site: Site) -> None:
             ],
             AskRequest(QUESTION),
         )
-    assert result.kind == "passages" and result.citations and result.usage is None
+    assert result.kind == "passages" and result.citations
+    assert result.fallback_reason == "models_failed"
+    # Both failed calls are on record (with what they used: nothing had streamed).
+    assert result.usage is not None
+    attempts = result.usage["attempts"]
+    assert [(a["provider"], a["outcome"]) for a in attempts] == [
+        ("anthropic", "failed"),
+        ("openai", "failed"),
+    ]
+    assert "HTTP 500" in attempts[0]["cause"] and "not JSON" in attempts[1]["cause"]
 
 
 def test_unreachable_providers_settle_as_passages_quickly(site: Site) -> None:

@@ -210,3 +210,32 @@ def rescue_question(
         if not best & {unit for unit, _ in index.search([term], index.count)}:
             return None
     return " ".join([*anchors, *words])
+
+
+def rewrite_reason(
+    index: Vocabulary, params: RetrievalParams, anchors: Sequence[str], question: str
+) -> str:
+    """Why a question would be rewritten into a standalone one before retrieval (a model
+    call; ``answer.rewrite``), or "" when it stands on its own: "language" when it is
+    written in another language than the corpus (under ``rescue_foreign_share`` of its
+    terms known), "follow-up" when there is an earlier answered question it may refer to."""
+    found = followup_terms(index, [], question, params.rescue_known_df)
+    if found.known_share < params.rescue_foreign_share:
+        return "language"
+    return "follow-up" if anchors else ""
+
+
+def rewrite_may_carry(
+    index: Vocabulary, params: RetrievalParams, anchors: Sequence[str], question: str
+) -> bool:
+    """Whether a rewritten question may carry the turn past the gate: the same guard as
+    the composed channel, so a rewrite cannot drop the subject the reader brought. In the
+    corpus's language, none of the question's own content words (beyond the earlier
+    question's) may be unknown to the corpus; in another language, none of its unknown
+    words may be written like a name or a term ("NTLM", "Prometheus")."""
+    found = followup_terms(index, anchors, question, params.rescue_known_df)
+    if found.known_share >= params.rescue_foreign_share:
+        return len(found.unseen) <= params.rescue_unseen_terms
+    names = name_terms(question)
+    return not any(term in names for term in found.unseen)
+
