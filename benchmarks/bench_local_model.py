@@ -274,6 +274,12 @@ def markers(text: str) -> tuple[set[int], set[str], Counter[str]]:
     return numbers, ids, forms
 
 
+def strip_markers(text: str) -> str:
+    for pattern in MARKER_FORMS.values():
+        text = pattern.sub(" ", text)
+    return text
+
+
 def copied_share(reply: str, prompt: str) -> float:
     """The share of the reply made of spans of 40+ characters copied from the prompt."""
     if not reply.strip():
@@ -343,7 +349,7 @@ def judge(profile: str, q: Question, reply: Reply, prompt: str) -> Outcome:
         try:
             data = json.loads(text)
             text = str(data.get("answer", ""))
-            refused = data.get("covered") is False or not text.strip()
+            refused = data.get("covered") is False
             contradicts = data.get("covered") is False and bool(text.strip())
             nums = {n for n in data.get("cited", []) if isinstance(n, int)}
         except (ValueError, AttributeError):
@@ -368,14 +374,14 @@ def judge(profile: str, q: Question, reply: Reply, prompt: str) -> Outcome:
     cited_units += [shown[n - 1] for n in sorted(numbers) if 1 <= n <= len(shown)]
     echo_loop = (copied_share(reply.text, prompt) > 0.6 or repeats(reply.text)
                  or reply.finish == "length")
-    if reply.error or (not text.strip() and not refused):
+    if reply.error:
         return Outcome("failed", echo_loop, forms, shape, contradicts)
-    if shape == "json" and refused:  # the model's own verdict, whatever it cited
-        cited_units = []
-    if q.kind in UNCOVERED:
-        label = "declined" if refused and not cited_units else "answered"
-    elif refused and not cited_units:
-        label = "refused"
+    if refused:  # its own verdict, whatever stray markers came with it
+        label = "declined" if q.kind in UNCOVERED else "refused"
+    elif len(re.sub(r"\W+", "", strip_markers(text))) < 15:
+        label = "empty"  # nothing, or markers alone ("[1] [2]")
+    elif q.kind in UNCOVERED:
+        label = "answered"
     elif not cited_units:
         label = "uncited"
     else:
@@ -390,8 +396,8 @@ def prompt_text(body: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content", "")) for m in body["messages"])
 
 
-def run_profile(base_url: str, profile: str, questions: list[Question], max_tokens: int,
-                log: Any) -> list[tuple[Question, Reply, Outcome]]:
+def run_profile(base_url: str, model: str, profile: str, questions: list[Question],
+                max_tokens: int, log: Any) -> list[tuple[Question, Reply, Outcome]]:
     rows = []
     for q in questions:
         body = body_for(profile, q)
@@ -401,7 +407,8 @@ def run_profile(base_url: str, profile: str, questions: list[Question], max_toke
             reply = call(client, base_url, body, max_tokens)
         outcome = judge(profile, q, reply, prompt_text(body))
         rows.append((q, reply, outcome))
-        log.write(json.dumps({"profile": profile, "question": q.text, "kind": q.kind,
+        log.write(json.dumps({"model": model, "profile": profile, "question": q.text,
+                              "kind": q.kind, "gate": q.gate,
                               "label": outcome.label, "echo_loop": outcome.echo_loop,
                               "shape": outcome.shape, "finish": reply.finish,
                               "first_token": reply.first_token, "total": reply.total,
@@ -433,6 +440,7 @@ def table_row(model: str, profile: str, rows: list[tuple[Question, Reply, Outcom
     )
     n_cov = sum(q.kind in covered for q, _, _ in rows)
     echo = sum(o.echo_loop for _, _, o in rows)
+    empty = sum(o.label in ("empty", "failed") for _, _, o in rows)
     contradicts = sum(o.contradicts for _, _, o in rows)
     firsts = [r.first_token for _, r, _ in rows if r.first_token is not None]
     totals = [r.total for _, r, _ in rows]
@@ -446,7 +454,7 @@ def table_row(model: str, profile: str, rows: list[tuple[Question, Reply, Outcom
         f"| {model} | {profile} | {gold_shown}/{n_cov} | {share(rows, covered, ('correct',))} "
         f"| {share(rows, covered, ('wrong',))} | {share(rows, covered, ('uncited',))} "
         f"| {share(rows, covered, ('refused',))} | {share(rows, UNCOVERED, ('declined',))} "
-        f"| {echo}/{len(rows)} | {p50(firsts)} | {p50(totals)} "
+        f"| {empty}/{len(rows)} | {echo}/{len(rows)} | {p50(firsts)} | {p50(totals)} "
         f"| {int(statistics.median(prompts)) if prompts else '–'} "
         f"| {', '.join(f'{k} {v}' for k, v in forms.most_common(4)) or '–'} "
         f"| {', '.join(f'{k} {v}' for k, v in shapes.most_common())} "
@@ -456,10 +464,11 @@ def table_row(model: str, profile: str, rows: list[tuple[Question, Reply, Outcom
 
 HEADER = (
     "| model | profile | gold page in excerpts | cited correct | cited wrong | uncited answer "
-    "| said not covered (covered q.) | uncovered declined | echo/loop | first token p50 s "
+    "| said not covered (covered q.) | uncovered declined | no answer (empty, markers only) "
+    "| echo/loop/cut | first token p50 s "
     "| total p50 s | prompt tokens p50 | marker forms | reply shape "
     "| covered=false with an answer |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -505,10 +514,37 @@ def smoke() -> None:
             print(HEADER)
             with open(os.devnull, "w") as log:
                 for profile in ("compact", "schema"):
-                    rows = run_profile(running.base_url, profile, [q], 24, log)
+                    rows = run_profile(running.base_url, "smollm2-135m", profile, [q], 24,
+                                       log)
                     print(table_row("smollm2-135m", profile, rows))
         finally:
             stop(state)
+
+
+def table_from_logs(site: Path, logs: list[Path]) -> None:
+    """Judge logged replies again (the judging rules can change without re-running)."""
+    sys.path.insert(0, str(ROOT / "runtime"))
+    from docpilot_runtime.bundle import load_bundle
+
+    by_id = {u.id: u for u in load_bundle(site).units}
+    gold = {}
+    for line in TUNE.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        gold[row["question"]] = tuple(row.get("expect_pages", ()))
+    groups: dict[tuple[str, str], list[tuple[Question, Reply, Outcome]]] = {}
+    for log in logs:
+        for line in log.read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            units = tuple(Unit(u.id, u.url, " > ".join((*u.breadcrumb, u.title)), u.text)
+                          for u in (by_id[i] for i in r["units"] if i in by_id))
+            q = Question(r["question"], r["kind"], gold[r["question"]], units, r.get("gate", ""))
+            reply = Reply(r["reply"], r["finish"], r["tool_calls"], r["first_token"], r["total"],
+                          r["prompt_tokens"], 0, r["error"])
+            outcome = judge(r["profile"], q, reply, prompt_text(body_for(r["profile"], q)))
+            groups.setdefault((r["model"], r["profile"]), []).append((q, reply, outcome))
+    print(HEADER)
+    for (model, profile), rows in groups.items():
+        print(table_row(model, profile, rows))
 
 
 def main() -> None:
@@ -526,10 +562,15 @@ def main() -> None:
     parser.add_argument("--log", type=Path, default=HERE / "out" / "local_model.jsonl")
     parser.add_argument("--speed", action="store_true")
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--table", type=Path, nargs="+", metavar="LOG",
+                        help="print the table from earlier runs' logs (needs --site)")
     args = parser.parse_args()
     print(f"tree {tree_state()} · {time.strftime('%Y-%m-%d %H:%M')} · load {load()}")
     if args.smoke:
         smoke()
+        return
+    if args.table:
+        table_from_logs(args.site, args.table)
         return
     models = args.models.split(",")
     if args.speed:
@@ -553,7 +594,7 @@ def main() -> None:
                             unc = [q for q in questions if q.kind != "answerable"]
                             k = args.primed_questions
                             subset = cov[: k - k // 3] + unc[: k // 3]
-                        rows = run_profile(running.base_url, profile, subset,
+                        rows = run_profile(running.base_url, model, profile, subset,
                                            args.max_tokens, log)
                         lines.append(table_row(model, profile, rows))
                         print(lines[-1], f"(load {load()})", file=sys.stderr, flush=True)

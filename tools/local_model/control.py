@@ -29,6 +29,11 @@ STOP_TIMEOUT = 30.0
 POLL = 0.2
 
 
+# Engines this process started, kept so their Popen objects live until `stop` reaps
+# them (a Popen dropped while its child runs warns, and the child would stay a zombie).
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
 class EngineError(RuntimeError):
     """The engine did not start, or the state file names something else."""
 
@@ -97,6 +102,7 @@ def start(
     port: int = 0,
     timeout: float = START_TIMEOUT,
     verify: bool = False,
+    sse_ping: int = 30,
 ) -> Running:
     """Install what is missing, start the engine, wait until /health answers 200."""
     state = state.resolve()
@@ -119,7 +125,7 @@ def start(
     argv = [
         sys.executable, "-m", "local_model.engine", "--model", str(gguf), "--alias", model_key,
         "--ready", str(ready), "--state", str(state), "--port", str(port), "--ctx", str(ctx),
-        "--threads", str(threads), "--parallel", str(parallel),
+        "--threads", str(threads), "--parallel", str(parallel), "--sse-ping", str(sse_ping),
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
@@ -145,6 +151,7 @@ def start(
         raise
     finally:
         ready.unlink(missing_ok=True)
+    _CHILDREN[process.pid] = process
     running = Running(process.pid, base_url, model_key, str(log))
     state.write_text(json.dumps(running.as_json()), encoding="utf-8")
     return running
@@ -164,5 +171,8 @@ def stop(state: Path, timeout: float = STOP_TIMEOUT) -> int | None:
             os.kill(running.pid, signal.SIGKILL)
             deadline += timeout
         time.sleep(POLL)
+    child = _CHILDREN.pop(running.pid, None)
+    if child is not None:
+        child.wait()
     state.unlink(missing_ok=True)
     return running.pid

@@ -31,6 +31,7 @@ def main() -> None:
     parser.add_argument("--ctx", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument("--sse-ping", type=int, default=30, help="seconds (llama-server's 30)")
     args = parser.parse_args()
 
     # Blocked before the server's threads start, so they inherit the mask and only
@@ -52,6 +53,7 @@ def main() -> None:
     params.offline = True  # never reach a model hub
     params.ui = False
     params.cache_ram_mib = PROMPT_CACHE_MIB
+    params.sse_ping_interval = args.sse_ping
     server = xllamacpp.Server(params)  # returns once the model is loaded and it listens
 
     ready = {"base_url": server.listening_address.rstrip("/") + "/v1", "pid": os.getpid()}
