@@ -17,6 +17,14 @@ decides, so every question reaches the model. Profiles:
 - ``schema``: compact, with output constrained by a JSON schema
   ``{"answer": str, "cited": [int], "covered": bool}`` (response_format json_schema).
 - ``decide``: compact + schema, ``covered`` first and ``cited`` limited to 1..3.
+- ``plain``: the excerpts, then the question, then one line: answer from the excerpts or
+  say the documentation does not cover it. No citing asked for.
+- ``free``: plain without the way out (always answers).
+
+Every answer is also checked the way a validator could attach sources the model did not
+mark: the excerpt holding the largest share of the answer's content terms, attached when
+that share is at least SUPPORT (``attribute``); an answer to an uncovered question that
+passes this check would be shown.
 
 Scoring (answerable): *correct* = the reply answers and cites at least one excerpt from
 a gold page (``expect_pages``); *wrong* = it cites only excerpts from other pages;
@@ -61,6 +69,12 @@ COMPACT_SYSTEM = (
     "excerpt it comes from as [1], [2] or [3].\n"
     f"If the excerpts do not answer the question, reply only: {NOT_COVERED}"
 )
+PLAIN_INSTRUCTION = (
+    "Answer the question in one to three sentences, using only the excerpts above. If they "
+    "do not contain the answer, say that the documentation does not cover it."
+)
+FREE_INSTRUCTION = "Answer the question in one to three sentences, using only the excerpts above."
+SUPPORT = 0.6  # share of the answer's terms an excerpt must hold for the answer to lean on it
 SCHEMA_SYSTEM = (
     "Answer the question using only the numbered excerpts, citing them as [1], [2] or [3] "
     "in the answer. List the numbers you cited. Set covered to false, with an empty "
@@ -172,6 +186,10 @@ def body_for(profile: str, q: Question) -> dict[str, Any]:
             "json_schema": {"name": "answer", "schema": answer_schema(profile == "decide")},
         }
         return body
+    if profile in ("plain", "free"):  # no citing duty: the validator attributes (`attribute`)
+        rule = PLAIN_INSTRUCTION if profile == "plain" else FREE_INSTRUCTION
+        user = f"Excerpts:\n\n{numbered(q.units)}\n\nQuestion: {q.text}\n\n{rule}"
+        return {"messages": [{"role": "user", "content": user}], "temperature": 0, "seed": 1}
     if profile == "primed":
         return primed_body(q)
     raise ValueError(f"unknown profile {profile!r}")
@@ -280,6 +298,39 @@ def strip_markers(text: str) -> str:
     return text
 
 
+_STOP = frozenset(
+    "the and for are but not you your with this that from can how what when where which will "
+    "does into its has have was were been use used using all any each per one two also only "
+    "then than them they their there here about after before more most such same other may "
+    "should would could must just like need needs set sets get gets documentation excerpt "
+    "excerpts answer question"
+    .replace("  ", " ")
+    .split(" ")
+)
+_TERM = re.compile(r"[a-z0-9_][a-z0-9_./-]*[a-z0-9_]|\d|[\u3040-\u9fff]", re.I)
+
+
+def terms(text: str) -> set[str]:
+    """Content terms: words of 3+ characters outside a stop list, numbers, and CJK
+    characters as overlapping pairs (so a Chinese answer can be matched too)."""
+    found = [t.lower() for t in _TERM.findall(text)]
+    words = {t for t in found if (len(t) >= 3 or t.isdigit()) and t not in _STOP
+             and not "\u3040" <= t[0] <= "\u9fff"}
+    cjk = "".join(t for t in found if "\u3040" <= t[0] <= "\u9fff")
+    return words | {cjk[i : i + 2] for i in range(len(cjk) - 1)}
+
+
+def attribute(answer: str, shown: tuple[Unit, ...]) -> tuple[Unit | None, float]:
+    """The excerpt holding the largest share of the answer's terms, and that share: the
+    check a validator could run to attach (or refuse) sources the model did not mark."""
+    mine = terms(strip_markers(answer))
+    if not mine or not shown:
+        return None, 0.0
+    scored = [(len(mine & terms(u.title + " " + u.text)) / len(mine), u) for u in shown]
+    share_, unit = max(scored, key=lambda pair: pair[0])
+    return unit, share_
+
+
 def copied_share(reply: str, prompt: str) -> float:
     """The share of the reply made of spans of 40+ characters copied from the prompt."""
     if not reply.strip():
@@ -298,6 +349,21 @@ def repeats(text: str) -> bool:
 _FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S)
 
 
+def text_call(reply: Reply) -> dict[str, Any] | None:
+    """A call written as (fenced) JSON text, ``{"name": ..., "arguments": ...}`` (also with
+    the doubled outer braces the 1.5B model writes, ``{{"name": ...}}``)."""
+    texts = [*_FENCED.findall(reply.text), reply.text.strip()]
+    texts += [t[1:-1] if t.endswith("}}") else t[1:] for t in texts if t.startswith("{{")]
+    for text in texts:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            return data
+    return None
+
+
 def answer_call(reply: Reply) -> dict[str, Any] | None:
     """The `answer` call's arguments: parsed by the server, or written as (fenced) JSON text."""
     for tc in reply.tool_calls:
@@ -307,15 +373,20 @@ def answer_call(reply: Reply) -> dict[str, Any] | None:
                 return args if isinstance(args, dict) else None
             except ValueError:
                 return None
-    for text in [*_FENCED.findall(reply.text), reply.text.strip()]:
+    data = text_call(reply)
+    if data is not None and data["name"] == "answer":
+        args = data.get("arguments")
+        return args if isinstance(args, dict) else None
+    cut = _CUT_ANSWER.search(reply.text)  # a call cut at max_tokens: its markdown so far
+    if cut:
         try:
-            data = json.loads(text)
+            return {"markdown": json.loads(f'"{cut.group(1).rstrip(chr(92))}"')}
         except ValueError:
-            continue
-        if isinstance(data, dict) and data.get("name") == "answer":
-            args = data.get("arguments")
-            return args if isinstance(args, dict) else None
+            return None
     return None
+
+
+_CUT_ANSWER = re.compile(r'"name":\s*"answer".*?"markdown":\s*"((?:[^"\\]|\\.)*)', re.S)
 
 
 @dataclass
@@ -325,6 +396,7 @@ class Outcome:
     forms: Counter[str]
     shape: str  # tool call | text-json call | prose | json
     contradicts: bool = False  # JSON says covered: false yet carries an answer
+    attributed: str = ""  # gold | other | unsupported | "" (refused or empty)
 
 
 def says_not_covered(text: str) -> bool:
@@ -366,6 +438,10 @@ def judge(profile: str, q: Question, reply: Reply, prompt: str) -> Outcome:
                 refused = refused or (not listed and "not" in text.lower()[:80])
             else:
                 listed = []
+                other = text_call(reply)
+                if other is not None:
+                    shape = f"text call {other['name']}"
+                    text = ""  # a call for another tool: no answer this step
         numbers, ids, _ = markers(text)
         if profile == "primed":
             ids |= {str(i) for i in listed if isinstance(i, str)}
@@ -386,7 +462,14 @@ def judge(profile: str, q: Question, reply: Reply, prompt: str) -> Outcome:
         label = "uncited"
     else:
         label = "correct" if any(u.page in q.gold for u in cited_units) else "wrong"
-    return Outcome(label, echo_loop, forms, shape, contradicts)
+    attributed = ""
+    if label in ("correct", "wrong", "uncited", "answered"):
+        unit, support = attribute(text, shown)
+        if unit is None or support < SUPPORT:
+            attributed = "unsupported"
+        else:
+            attributed = "gold" if unit.page in q.gold else "other"
+    return Outcome(label, echo_loop, forms, shape, contradicts, attributed)
 
 
 # --- running ----------------------------------------------------------------------------
@@ -442,6 +525,10 @@ def table_row(model: str, profile: str, rows: list[tuple[Question, Reply, Outcom
     echo = sum(o.echo_loop for _, _, o in rows)
     empty = sum(o.label in ("empty", "failed") for _, _, o in rows)
     contradicts = sum(o.contradicts for _, _, o in rows)
+
+    def attributed(kinds: tuple[str, ...], value: str) -> str:
+        chosen = [o for q, _, o in rows if q.kind in kinds]
+        return f"{sum(o.attributed == value for o in chosen)}/{len(chosen)}" if chosen else "–"
     firsts = [r.first_token for _, r, _ in rows if r.first_token is not None]
     totals = [r.total for _, r, _ in rows]
     prompts = [r.prompt_tokens for _, r, _ in rows if r.prompt_tokens]
@@ -458,7 +545,9 @@ def table_row(model: str, profile: str, rows: list[tuple[Question, Reply, Outcom
         f"| {int(statistics.median(prompts)) if prompts else '–'} "
         f"| {', '.join(f'{k} {v}' for k, v in forms.most_common(4)) or '–'} "
         f"| {', '.join(f'{k} {v}' for k, v in shapes.most_common())} "
-        f"| {contradicts if shapes.get('json') else '–'} |"
+        f"| {contradicts if shapes.get('json') else '–'} "
+        f"| {attributed(covered, 'gold')} | {attributed(covered, 'other')} "
+        f"| {attributed(UNCOVERED, 'other')} |"
     )
 
 
@@ -467,8 +556,9 @@ HEADER = (
     "| said not covered (covered q.) | uncovered declined | no answer (empty, markers only) "
     "| echo/loop/cut | first token p50 s "
     "| total p50 s | prompt tokens p50 | marker forms | reply shape "
-    "| covered=false with an answer |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| covered=false with an answer | overlap-attributed to a gold excerpt "
+    "| overlap-attributed elsewhere | uncovered passing the overlap check |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -584,7 +674,7 @@ def main() -> None:
     with args.log.open("a", encoding="utf-8") as log:
         for model in models:
             if True:  # the engine's log stays beside the run's log
-                state = args.log.parent / f"engine-{model}.json"
+                state = args.log.with_name(f"{args.log.stem}-engine-{model}.json")
                 running = start(state, model, threads=args.threads)
                 try:
                     for profile in args.profiles.split(","):
