@@ -1,12 +1,24 @@
 """A local server speaking OpenAI's streamed ``POST /v1/chat/completions``, scripted.
 
 The same script as ``servers.anthropic_messages`` (`Reply`, `ToolUse`, `Fault`,
-`answer_reply`, `tool_reply`), served as real Chat Completions chunks: ``data: {...}``
-lines with ``choices[0].delta.content`` text in several pieces, ``delta.tool_calls``
-fragments (id and name first, then the argument JSON in small pieces, by index), a chunk
-with ``finish_reason``, the usage chunk when ``stream_options.include_usage`` asks for
-it (``prompt_tokens`` including ``prompt_tokens_details.cached_tokens``), then
-``data: [DONE]``. Requests are recorded and checked like the real API checks them.
+`answer_reply`, `tool_reply`, `text_call`), served as real Chat Completions chunks:
+``data: {...}`` lines with ``choices[0].delta.content`` text in several pieces,
+``delta.tool_calls`` fragments (id and name first, then the argument JSON in small
+pieces, by index), a chunk with ``finish_reason``, the usage chunk when
+``stream_options.include_usage`` asks for it (``prompt_tokens`` including
+``prompt_tokens_details.cached_tokens``), then ``data: [DONE]``. Requests are recorded
+and checked like the real API checks them.
+
+``llama_cpp=True`` serves as llama.cpp's ``llama-server`` does (measured on the build
+the local model runs, issue 22): while a reply's ``first_token_delay`` passes it writes
+SSE comment pings (``:``), then the role-only chunk (``content: null``) together with the
+first token; chunks carry no ``logprobs`` and no ``usage: null``; the usage chunk adds
+``timings``; a prompt longer than ``n_ctx`` tokens (estimated at four characters a token)
+is refused with HTTP 400 ``exceed_context_size_error`` (its message, ``n_prompt_tokens``
+and ``n_ctx``); with ``jinja=False`` (a server started without ``--jinja``) any request
+with tools is refused with HTTP 500 ``tools param requires --jinja flag``; a
+``response_format`` schema is checked, and so is the scripted reply against it. The
+OpenAI flavour sends its role chunk (``content: ""``) at once and then waits.
 
     with OpenAIChatServer([answer_reply(markdown="Use `pip` [1].")]) as server:
         settings = ProviderSettings(kind="openai", base_url=server.base_url, model="gpt-4o")
@@ -18,6 +30,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import jsonschema
+
 from .anthropic_messages import (
     Answer,
     Fault,
@@ -26,8 +40,10 @@ from .anthropic_messages import (
     ScriptedServer,
     Step,
     ToolUse,
+    Wait,
     answer_reply,
     chunks,
+    text_call,
     tool_reply,
 )
 
@@ -40,6 +56,7 @@ __all__ = [
     "ToolUse",
     "answer_reply",
     "check_chat_request",
+    "text_call",
     "tool_reply",
 ]
 
@@ -56,6 +73,51 @@ class OpenAIChatServer(ScriptedServer):
     path = "/v1/chat/completions"
     url_suffix = "/v1"
 
+    def __init__(
+        self,
+        steps: Any = (),
+        *,
+        llama_cpp: bool = False,
+        n_ctx: int = 0,
+        jinja: bool = True,
+        **options: Any,
+    ) -> None:
+        super().__init__(steps, **options)
+        self.llama_cpp = llama_cpp
+        self.n_ctx = n_ctx  # 0: no context limit
+        self.jinja = jinja
+
+    def decide(self, request: RecordedRequest) -> Answer:
+        if self.llama_cpp and request.path == self.path:
+            refused = self._llama_refusal(request.body)
+            if refused is not None:
+                with self._lock:
+                    self.requests.append(request)
+                return refused
+        return super().decide(request)
+
+    def _llama_refusal(self, body: dict[str, Any]) -> Answer | None:
+        """What llama-server answers before it runs the model, when it refuses."""
+        if body.get("tools") and not self.jinja:
+            error = {"code": 500, "message": "tools param requires --jinja flag",
+                     "type": "server_error"}
+            return Answer(status=500, json_body={"error": error})
+        tokens = prompt_tokens(body)
+        if self.n_ctx and tokens > self.n_ctx:
+            error = {
+                "code": 400,
+                "message": f"request ({tokens} tokens) exceeds the available context size "
+                f"({self.n_ctx} tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": tokens,
+                "n_ctx": self.n_ctx,
+            }
+            return Answer(status=400, json_body={"error": error})
+        return None
+
+    def keepalive(self) -> str:
+        return ":\n\n" if self.llama_cpp else ""
+
     def sent_key(self, headers: dict[str, str]) -> str:
         return headers.get("authorization", "").removeprefix("Bearer ")
 
@@ -67,6 +129,15 @@ class OpenAIChatServer(ScriptedServer):
         return check_chat_request(request.body)
 
     def _chunk(self, number: int, body: dict[str, Any], **choice: Any) -> str:
+        if self.llama_cpp:
+            return _data({
+                "choices": [{"finish_reason": None, "index": 0, **choice}],
+                "created": CREATED,
+                "id": f"chatcmpl-{number:04d}",
+                "model": body.get("model", ""),
+                "system_fingerprint": "b0-unknown",
+                "object": "chat.completion.chunk",
+            })
         payload: dict[str, Any] = {
             "id": f"chatcmpl-{number:04d}",
             "object": "chat.completion.chunk",
@@ -80,7 +151,8 @@ class OpenAIChatServer(ScriptedServer):
         return _data(payload)
 
     def opening_events(self, number: int, body: dict[str, Any]) -> list[str]:
-        return [self._chunk(number, body, delta={"role": "assistant", "content": ""})]
+        role = {"role": "assistant", "content": None if self.llama_cpp else ""}
+        return [self._chunk(number, body, delta=role)]
 
     def text_events(self, text: str, number: int, body: dict[str, Any]) -> list[str]:
         return [
@@ -88,8 +160,18 @@ class OpenAIChatServer(ScriptedServer):
             for piece in chunks(text, self.chunk_chars)
         ]
 
-    def reply_events(self, reply: Reply, number: int, body: dict[str, Any]) -> Iterator[str]:
+    def reply_events(
+        self, reply: Reply, number: int, body: dict[str, Any]
+    ) -> Iterator[str | Wait]:
+        problem = self._schema_problem(reply, body)
+        if problem:
+            yield _data({"error": {"code": 500, "message": problem, "type": "server_error"}})
+            return
+        if reply.first_token_delay and self.llama_cpp:
+            yield Wait(reply.first_token_delay)  # pings; the role chunk comes with a token
         yield from self.opening_events(number, body)
+        if reply.first_token_delay and not self.llama_cpp:
+            yield Wait(reply.first_token_delay)
         if reply.text:
             yield from self.text_events(reply.text, number, body)
         for index, call in enumerate(reply.tool_calls):
@@ -103,34 +185,67 @@ class OpenAIChatServer(ScriptedServer):
             for piece in chunks(call.argument_text(), self.chunk_chars):
                 fragment = {"index": index, "function": {"arguments": piece}}
                 yield self._chunk(number, body, delta={"tool_calls": [fragment]})
-        finish = reply.stop_reason or ("tool_calls" if reply.tool_calls else "stop")
+        finish = reply.stop_reason or (
+            "length" if reply.cut else "tool_calls" if reply.tool_calls else "stop"
+        )
         yield self._chunk(number, body, delta={}, finish_reason=finish)
         if _wants_usage(body):
-            prompt = reply.input_tokens + reply.cache_read_tokens + reply.cache_write_tokens
-            usage = {
-                "prompt_tokens": prompt,
-                "completion_tokens": reply.output_tokens,
-                "total_tokens": prompt + reply.output_tokens,
-                "prompt_tokens_details": {"cached_tokens": reply.cache_read_tokens},
-                "completion_tokens_details": {"reasoning_tokens": 0},
-            }
-            yield _data(
-                {
-                    "id": f"chatcmpl-{number:04d}",
-                    "object": "chat.completion.chunk",
-                    "created": CREATED,
-                    "model": body.get("model", ""),
-                    "choices": [],
-                    "usage": usage,
-                }
-            )
+            yield _data(self._usage_chunk(reply, number, body))
         yield "data: [DONE]\n\n"
+
+    def _usage_chunk(self, reply: Reply, number: int, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = reply.input_tokens + reply.cache_read_tokens + reply.cache_write_tokens
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": reply.output_tokens,
+            "total_tokens": prompt + reply.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": reply.cache_read_tokens},
+        }
+        chunk: dict[str, Any] = {
+            "id": f"chatcmpl-{number:04d}",
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": body.get("model", ""),
+            "choices": [],
+            "usage": usage,
+        }
+        if self.llama_cpp:
+            chunk["system_fingerprint"] = "b0-unknown"
+            chunk["timings"] = {
+                "prompt_n": prompt,
+                "prompt_ms": 1000.0 * reply.first_token_delay,
+                "predicted_n": reply.output_tokens,
+                "predicted_ms": 100.0 * reply.output_tokens,
+            }
+        else:
+            usage["completion_tokens_details"] = {"reasoning_tokens": 0}
+        return chunk
+
+    def _schema_problem(self, reply: Reply, body: dict[str, Any]) -> str:
+        """Why a scripted reply could not have come from a server that enforces the
+        request's ``response_format`` schema ("" when it could)."""
+        spec = body.get("response_format")
+        if not isinstance(spec, dict) or spec.get("type") != "json_schema":
+            return ""
+        schema = (spec.get("json_schema") or {}).get("schema")
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+            jsonschema.validate(json.loads(reply.text), schema)
+        except (ValueError, jsonschema.ValidationError, jsonschema.SchemaError) as exc:
+            return f"the script breaks the response_format schema: {str(exc)[:200]}"
+        return ""
 
     def error_event(self, error_type: str) -> str:
         return _data({"error": {"message": "The server is overloaded", "type": error_type}})
 
     def broken_event(self) -> str:
         return 'data: {"id": "chatcmpl-broken", "choices": [{"index": 0, "delta": {"cont\n\n'
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """A prompt's length in tokens as the scripted server counts it: four characters
+    of its messages and tools (JSON) to a token."""
+    return len(json.dumps([body.get("messages"), body.get("tools")], ensure_ascii=False)) // 4
 
 
 def _wants_usage(body: dict[str, Any]) -> bool:
