@@ -53,7 +53,8 @@ ALLOWED: dict[str, set[str]] = {
         "shared", "settings", "retrieve", "reply", "check", "answer", "providers", "sites",
         "records", "limits",
     },
-    "evaluate": {"shared", "retrieve", "turn"},
+    # evaluate/model_figures.py judges a model's answers with check/support.py's rule.
+    "evaluate": {"shared", "retrieve", "check", "turn"},
     "report": {"retrieve", "records", "evaluate"},
     "browser": {"shared", "settings", "bundle", "screen", "retrieve", "reply"},
     "serve": {

@@ -125,9 +125,15 @@ def _names(text: str, code: bool) -> list[str]:
     for position, word in enumerate(w for w in words if w):
         identifier = _IDENTIFIER.search(word) and re.search(r"[^\W\d_]", word)
         capital = position and word[:1].isupper() and not capitalise_nouns
-        if identifier or capital:
+        if (identifier or capital) and len(word) > 1:
             names.append(word)
     return names
+
+
+def _name_in(name: str, folded: str) -> bool:
+    """Whether ``name`` occurs in the case-folded text as a word of its own."""
+    body = re.escape(name.casefold().strip(_TRAILING))
+    return re.search(rf"(?<!\w){body}(?!\w)", folded) is not None
 
 
 def _content_words(text: str) -> list[str]:
@@ -155,7 +161,7 @@ def supports(excerpt: str, text: str, question: str = "", code: bool = False) ->
     folded = excerpt.casefold()
     if any(not _number_in(n, excerpt) for n in _numbers(text)):
         return None
-    if any(name.casefold().strip(_TRAILING) not in folded for name in _names(text, code)):
+    if any(not _name_in(name, folded) for name in _names(text, code)):
         return None
     if code:
         return 0
@@ -247,7 +253,7 @@ def _why(text: str, code: bool, excerpts: Sequence[Excerpt]) -> str:
     if missing:
         return f"the number {missing[0]} is in no excerpt"
     folded = joined.casefold()
-    names = [n for n in _names(text, code) if n.casefold().strip(_TRAILING) not in folded]
+    names = [n for n in _names(text, code) if not _name_in(n, folded)]
     if names:
         return f"the name {names[0]!r} is in no excerpt"
     return "its words are not found together in any excerpt"
