@@ -125,7 +125,7 @@ class Runtime:
         )
         return await ask_providers(self.providers, job)
 
-    async def _rewritten(
+    async def rewritten_retrieval(
         self, request: AskRequest, retrieval: Retrieval, site: Site
     ) -> tuple[Retrieval, dict[str, Any] | None, float | None]:
         """Stage 3 again on a model's standalone rewrite of a follow-up or of a question
@@ -265,7 +265,7 @@ class Runtime:
         usage: dict[str, Any] | None = None
         deadline: float | None = None
         if self.providers and models and self.settings.answer.rewrite:
-            retrieval, usage, deadline = await self._rewritten(request, retrieval, site)
+            retrieval, usage, deadline = await self.rewritten_retrieval(request, retrieval, site)
         framing = framing_for(request.lang)
         progressed = retrieval.progress(framing)
         await emit(Event("progress", {"stage": "retrieval", "message": progressed}))

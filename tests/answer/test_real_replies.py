@@ -363,3 +363,13 @@ def test_a_shown_answer_only_ever_shows_validated_text(site: Site, primed: list[
     assert result.kind == "answer" and result.checks is not None
     assert result.checks["ids_stripped"] == ["/invented/"]
     assert "<script>x</script>" in text_of(result.blocks)  # text, never markup
+
+
+def test_a_sentence_citing_the_wrong_excerpt_is_cited_to_the_one_holding_it(
+    site: Site, primed: list[str], kind: str
+) -> None:
+    claim = first_sentence(site, primed[1]).rstrip(".")
+    with SERVERS[kind]([answer_reply(markdown=f"{claim} [[{primed[3]}]].")]) as server:
+        result, _ = run(site, [provider_settings(kind, server)], AskRequest(QUESTION))
+    assert result.kind == "answer" and [c.id for c in result.citations] == [primed[1]]
+    assert result.checks is not None and result.checks["cited_by"] == "markers, re-attached"

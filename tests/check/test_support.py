@@ -4,7 +4,7 @@ hold its content (check/support.py states the rule; issue 22)."""
 from __future__ import annotations
 
 import pytest
-from docpilot_runtime.check.support import Excerpt, attach, claims, judge, supports
+from docpilot_runtime.check.support import Excerpt, attach, claims, judge, reattach, supports
 
 SERVE = Excerpt(
     "/reference/cli/#serve",
@@ -100,3 +100,23 @@ def test_a_german_sentence_capitalises_nouns_without_naming_anything() -> None:
     # The capitals of a German sentence are nouns: only words and numbers are read.
     verdict = judge("Der Server läuft mit docpilot serve auf dem Port 8000.", EXCERPTS)
     assert verdict[0].claims and "name" not in verdict[0].why
+
+
+def test_a_claim_citing_the_wrong_excerpt_is_re_attached_to_the_one_holding_it() -> None:
+    # Issue 22: the port question cited the excerpt about `exclude`.
+    markdown = (
+        "`daily_spend_micro_usd` caps the model spend per day [1]. "
+        "docpilot serve listens on 8000 by default [1]."
+    )
+    mended = reattach(markdown, {1: LIMITS.id}, EXCERPTS, "What are the defaults?")
+    assert mended == (
+        "`daily_spend_micro_usd` caps the model spend per day [[/reference/runtime-settings/#limits]]. "
+        "docpilot serve listens on 8000 by default [[/reference/cli/#serve]]."
+    )
+
+
+def test_claims_already_held_or_held_by_no_excerpt_keep_their_citations() -> None:
+    held = "docpilot serve listens on 8000 by default [1]."
+    assert reattach(held, {1: SERVE.id}, EXCERPTS) is None
+    nowhere = "It also needs Redis 7 [1]."
+    assert reattach(nowhere, {1: SERVE.id}, EXCERPTS) is None

@@ -40,7 +40,7 @@ from docpilot_runtime.answer.stream import ReplyStream
 from docpilot_runtime.answer.tools import TurnTools
 from docpilot_runtime.check.markdown_parse import Hooks, parse, to_tree
 from docpilot_runtime.check.support import Excerpt as SupportExcerpt
-from docpilot_runtime.check.support import attach
+from docpilot_runtime.check.support import attach, reattach
 from docpilot_runtime.check.validate import StreamValidator, ValidatedAnswer, validate_answer
 from docpilot_runtime.providers import Message, ModelReply, Provider, ProviderError, ToolCall, Usage
 from docpilot_runtime.providers.messages import STOP_MAX_TOKENS
@@ -141,6 +141,10 @@ class ProviderRun:
                 self.system, self.messages, step.tools, stream.on_delta, None, step.options
             )
             self._account(reply.usage)
+            log.debug(
+                "provider %s replied (%s, %d tool calls): %r",
+                self.provider.name, reply.stop_reason, len(reply.tool_calls), reply.text[:4000],
+            )
             cut = reply.stop_reason == STOP_MAX_TOKENS
             if cut:
                 log.warning(
@@ -311,6 +315,10 @@ class ProviderRun:
                 raise Uncited("the model said the excerpts do not answer it", confidence)
             validated = self._attached(validated, listed, confidence)
             cited_by = "check"
+        else:
+            mended = self._reattached(validated)
+            if mended is not None:
+                validated, cited_by = mended, "markers, re-attached"
         tentative = cited_by == "check" or (
             confidence is not None and confidence < self.settings.tentative_below
         )
@@ -328,6 +336,26 @@ class ProviderRun:
             cited_by=cited_by,
         )
 
+    def _excerpts(self, ids: Sequence[str]) -> list[SupportExcerpt]:
+        shown = self.tools.shown
+        return [SupportExcerpt(cid, shown[cid]) for cid in ids if cid in shown]
+
+    def _reattached(self, validated: ValidatedAnswer) -> ValidatedAnswer | None:
+        """The cited answer with each claim whose cited excerpt does not hold it cited to
+        the excerpt that does (None when there was nothing to mend)."""
+        cited = {c.n: c.id for c in validated.citations}
+        mended = reattach(
+            validated.markdown, cited, self._excerpts(list(self.tools.shown)), self.job.question
+        )
+        if mended is None:
+            return None
+        checked = self._validate(mended, ())
+        if not checked.citations:
+            return None
+        checked.dropped_citations = validated.dropped_citations
+        checked.delinked = validated.delinked
+        return checked
+
     def _attached(
         self, validated: ValidatedAnswer, listed: list[str], confidence: int | None
     ) -> ValidatedAnswer:
@@ -335,8 +363,7 @@ class ProviderRun:
         against the ids it listed (all this turn showed when it listed none valid)."""
         shown = self.tools.shown
         candidates = [cid for cid in dict.fromkeys(listed) if cid in shown] or list(shown)
-        excerpts = [SupportExcerpt(cid, shown[cid]) for cid in candidates]
-        attached = attach(validated.markdown, excerpts, self.job.question)
+        attached = attach(validated.markdown, self._excerpts(candidates), self.job.question)
         if attached.markdown is None:
             why = attached.unsupported[0].why if attached.unsupported else "it claims nothing"
             raise Uncited(

@@ -60,8 +60,9 @@ class Answer:
     usage: dict[str, Any]
     dropped_citations: list[str] = field(default_factory=list)
     delinked: list[str] = field(default_factory=list)
-    # "markers": the model cited inline; "check": it did not, and the support check
-    # (check/support.py) attached the excerpts that hold its content.
+    # "markers": the model cited inline; "markers, re-attached": and the support check
+    # moved a claim's citation to the excerpt that holds it; "check": it cited nothing,
+    # and the support check (check/support.py) attached the excerpts that hold it.
     cited_by: str = "markers"
 
 

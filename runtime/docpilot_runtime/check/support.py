@@ -31,7 +31,7 @@ Pure Python (standard library, and the one tokenizer the search uses).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -47,6 +47,7 @@ documentation docs doc excerpt excerpts section page mention describe say state 
 question following example step way also instead simply just here please note yes
 """
 _MARKER = re.compile(r"\s?\[\[?[^\[\]\n]{0,300}\]?\]")
+_ID_MARKER = re.compile(r"\s?\[\[([^\[\]\n]{1,300})\]\]")
 _NUMBER = re.compile(r"(?<![\w.$€£])[$€£]?\d+(?:[.,]\d+)*%?")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _WORD = re.compile(r"[^\s`*_()\[\]<>\"'“”‘’]+")
@@ -294,3 +295,65 @@ def attach(markdown: str, excerpts: Sequence[Excerpt], question: str = "") -> At
     if unsupported or not claimed:
         return Attached(None, tuple(unsupported))
     return Attached("\n".join(out))
+
+
+_NUMBERED = re.compile(r"(?<!\\)\[(\d+)\]")
+
+
+def _outside_code(markdown: str, change: Callable[[str], str]) -> str:
+    """``markdown`` with ``change`` applied to its text outside code blocks and spans."""
+    out: list[str] = []
+    fence = None
+    for line in markdown.split("\n"):
+        if fence is not None:
+            out.append(line)
+            if fence.closed_by(line):
+                fence = None
+            continue
+        fence = open_fence(line)
+        if fence is not None:
+            out.append(line)
+            continue
+        pieces = re.split(r"(`+[^`]*?`+)", line)
+        out.append("".join(p if i % 2 else change(p) for i, p in enumerate(pieces)))
+    return "\n".join(out)
+
+
+def reattach(
+    markdown: str, cited: Mapping[int, str], excerpts: Sequence[Excerpt], question: str = ""
+) -> str | None:
+    """A validated answer (markers ``[n]``, ``cited`` mapping n to its id) whose claims
+    cite an excerpt that does not hold them, with each such sentence or item cited to the
+    excerpt that does (as ``[[ID]]`` markers, to be validated again); None when every
+    claim already cites an excerpt holding it, or none holds the ones that do not."""
+    by_id = {e.id: e for e in excerpts}
+
+    def named(match: re.Match[str]) -> str:
+        return f"[[{cited.get(int(match.group(1)), '?')}]]"
+
+    as_ids = _outside_code(markdown, lambda text: _NUMBERED.sub(named, text))
+    changed = False
+
+    def mend(text: str) -> str:
+        nonlocal changed
+        ids = _ID_MARKER.findall(text)
+        plain = _plain(text)
+        if not ids or not claims(plain):
+            return text
+        if any(i in by_id and supports(by_id[i].text, plain, question) is not None for i in ids):
+            return text
+        verdict = _judge(plain, False, excerpts, question)
+        if not verdict.source:
+            return text
+        changed = True
+        return _cite(_ID_MARKER.sub("", text).rstrip(), verdict.source)
+
+    out: list[str] = []
+    for block in _blocks(as_ids):
+        if block.kind == "paragraph":
+            out.append(" ".join(mend(p) for p in block.parts))
+        elif block.kind == "item":
+            out.append(block.prefix + mend(block.parts[0]))
+        else:
+            out.extend(block.lines)
+    return "\n".join(out) if changed else None
