@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build, reduced_config
+from local_engine import local_model  # noqa: F401  (the real_model tests' engine)
 
 
 @pytest.fixture
