@@ -27,6 +27,7 @@ from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.sites.loader import load_site
 from local_engine import MODEL
+from model_turns import hrefs
 from servers.runtime import serve_app
 
 pytestmark = pytest.mark.real_model
@@ -86,15 +87,6 @@ def handed_out(site: Site, question: str, count: int) -> set[str]:
     return {site.bundle.units[row].id for row in order}
 
 
-def hrefs(blocks: list[Any]) -> list[str]:
-    found, stack = [], list(blocks)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if node.get("t") == "a":
-                found.append(str(node["href"]))
-            stack.extend(node.get("c", []))
-    return found
 
 
 def live_links_are_pages(site: Site, blocks: list[Any], excerpts: str) -> list[str]:

@@ -23,6 +23,7 @@ from docpilot_runtime.shared.types import Citation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
+from model_turns import hrefs
 
 PAGES = [
     Page("/", "DocPilot", frozenset({"docpilot", "what-a-reader-gets"})),
@@ -64,15 +65,6 @@ def commonmark_text(markdown: str) -> str:
     return re.sub(r"\s+", "", plain)
 
 
-def hrefs(blocks: list[Node]) -> list[str]:
-    found, stack = [], list(blocks)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if node.get("t") == "a":
-                found.append(str(node["href"]))
-            stack.extend(node.get("c", []))
-    return found
 
 
 def depth(nodes: list[Node]) -> int:
