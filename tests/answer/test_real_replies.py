@@ -105,15 +105,18 @@ def test_a_prose_answer_with_id_markers_is_a_cited_answer(
 def test_a_compact_prose_answer_cites_numbered_excerpts_and_streams(
     site: Site, primed: list[str]
 ) -> None:
-    long = " ".join(f"Point {i} about excluding pages follows [1]." for i in range(12))
-    text = f"Pages are left out with front matter [2].\n\n{long}"
+    # The excerpts' own sentences, so that every name and number is one they hold.
+    unit = site.bundle.units[site.unit_rows[primed[0]]]
+    sentences = re.split(r"(?<=[.!?])\s", " ".join(unit.text[:600].split()))[:-1]
+    long = " ".join(f"{sentence.rstrip('.')} [1]." for sentence in sentences)
+    text = f"{first_sentence(site, primed[1]).rstrip('.')} [2].\n\n{long}"
     with OpenAIChatServer([Reply(text=text)], llama_cpp=True, chunk_chars=5) as server:
         result, events = run(site, [compact(server)], AskRequest(QUESTION))
         first = server.bodies[0]
     assert result.kind == "answer"
     assert [c.id for c in result.citations] == [primed[1], primed[0]]
     shown = deltas(events)
-    assert len(shown) >= 2 and shown[0].data["text"].startswith("Pages are left out")
+    assert len(shown) >= 2 and shown[0].data["text"].startswith(text[:12])
     assert "".join(e.data["text"] for e in shown) == result.markdown
     # The compact prompt: a short system block, three numbered excerpts, no tools.
     assert "tools" not in first and len(first["messages"][0]["content"]) < 600
@@ -373,3 +376,13 @@ def test_a_sentence_citing_the_wrong_excerpt_is_cited_to_the_one_holding_it(
         result, _ = run(site, [provider_settings(kind, server)], AskRequest(QUESTION))
     assert result.kind == "answer" and [c.id for c in result.citations] == [primed[1]]
     assert result.checks is not None and result.checks["cited_by"] == "markers, re-attached"
+
+
+def test_a_small_model_citing_what_no_excerpt_says_is_not_shown(site: Site) -> None:
+    # The 1.5B model's reply to an off-topic question that passed the gate (issue 22 tune).
+    text = "The capital of Australia is Canberra [1]."
+    with OpenAIChatServer([Reply(text=text)], llama_cpp=True) as server:
+        result, events = run(site, [compact(server)], AskRequest(QUESTION))
+    assert result.kind == "refusal" and result.fallback_reason == "uncited"
+    assert not deltas(events), "held while it names what no excerpt holds"
+    assert "Australia" in (result.usage or {})["attempts"][0]["cause"]

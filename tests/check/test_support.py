@@ -4,7 +4,15 @@ hold its content (check/support.py states the rule; issue 22)."""
 from __future__ import annotations
 
 import pytest
-from docpilot_runtime.check.support import Excerpt, attach, claims, judge, reattach, supports
+from docpilot_runtime.check.support import (
+    Excerpt,
+    attach,
+    claims,
+    judge,
+    reattach,
+    supports,
+    unfounded,
+)
 
 SERVE = Excerpt(
     "/reference/cli/#serve",
@@ -120,3 +128,10 @@ def test_claims_already_held_or_held_by_no_excerpt_keep_their_citations() -> Non
     assert reattach(held, {1: SERVE.id}, EXCERPTS) is None
     nowhere = "It also needs Redis 7 [1]."
     assert reattach(nowhere, {1: SERVE.id}, EXCERPTS) is None
+
+
+def test_an_inline_citation_does_not_vouch_for_names_and_numbers_no_excerpt_holds() -> None:
+    assert unfounded("The capital of Australia is Canberra [1].", EXCERPTS) == "Australia"
+    assert unfounded("It listens on 9000 [1].", EXCERPTS) == "9000"
+    # Names and numbers do not depend on the answer's language.
+    assert unfounded("Le port par défaut de docpilot serve est 8000 [1].", EXCERPTS) == ""

@@ -40,7 +40,7 @@ from docpilot_runtime.answer.stream import ReplyStream
 from docpilot_runtime.answer.tools import TurnTools
 from docpilot_runtime.check.markdown_parse import Hooks, parse, to_tree
 from docpilot_runtime.check.support import Excerpt as SupportExcerpt
-from docpilot_runtime.check.support import attach, reattach
+from docpilot_runtime.check.support import attach, reattach, unfounded
 from docpilot_runtime.check.validate import StreamValidator, ValidatedAnswer, validate_answer
 from docpilot_runtime.providers import Message, ModelReply, Provider, ProviderError, ToolCall, Usage
 from docpilot_runtime.providers.messages import STOP_MAX_TOKENS
@@ -136,6 +136,8 @@ class ProviderRun:
                 self._validator(self.numbered) if self.profile.streams_prose else None,
                 self.job.emit_delta,
                 self.profile.json_key,
+                # Held while it states what no excerpt holds: it would not be shown at the end.
+                (lambda text: not self._unfounded(text)) if self.profile.compact else None,
             )
             reply = await self.provider.complete(
                 self.system, self.messages, step.tools, stream.on_delta, None, step.options
@@ -316,6 +318,11 @@ class ProviderRun:
             validated = self._attached(validated, listed, confidence)
             cited_by = "check"
         else:
+            # A small model cites whatever it writes: with the compact profile a cited claim
+            # must also have its numbers and names in an excerpt (any language passes that).
+            stray = self._unfounded(validated.markdown) if self.profile.compact else ""
+            if stray:
+                raise Uncited(f"a cited claim states {stray!r}, which no excerpt holds", confidence)
             mended = self._reattached(validated)
             if mended is not None:
                 validated, cited_by = mended, "markers, re-attached"
@@ -335,6 +342,9 @@ class ProviderRun:
             delinked=validated.delinked,
             cited_by=cited_by,
         )
+
+    def _unfounded(self, text: str) -> str:
+        return unfounded(text, self._excerpts(list(self.tools.shown)))
 
     def _excerpts(self, ids: Sequence[str]) -> list[SupportExcerpt]:
         shown = self.tools.shown

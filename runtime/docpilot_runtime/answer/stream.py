@@ -197,7 +197,9 @@ class ReplyStream:
         prose_stream: StreamValidator | None,
         emit: Emit,
         json_key: str = "markdown",
+        grounded: Callable[[str], bool] | None = None,
     ) -> None:
+        self.grounded = grounded  # whether the text so far may be shown (None: always)
         self.call_stream = call_stream
         self.prose_stream = prose_stream
         self.emit = emit
@@ -232,7 +234,8 @@ class ReplyStream:
             return
         held = self.held[channel]
         held.append(piece)
-        if not looks_answered(self.text[channel]):
+        text = self.text[channel]
+        if not looks_answered(text) or (self.grounded is not None and not self.grounded(text)):
             return
         self.owner = channel
         self.held[channel] = []

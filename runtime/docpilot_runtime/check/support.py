@@ -357,3 +357,23 @@ def reattach(
         else:
             out.extend(block.lines)
     return "\n".join(out) if changed else None
+
+
+def unfounded(markdown: str, excerpts: Sequence[Excerpt]) -> str:
+    """The first number or name a claim of the answer states that no excerpt holds ("" when
+    every one is in some excerpt): the part of the rule that does not depend on the
+    answer's language, applied to answers that cite inline ("The capital of Australia is
+    Canberra [1]." cites an excerpt and names what none of them says)."""
+    joined = "\n".join(e.text for e in excerpts)
+    folded = joined.casefold()
+    for block in _blocks(markdown):
+        code = block.kind == "code"
+        for part in block.parts:
+            plain = _plain(part)
+            for number in _numbers(plain):
+                if not _number_in(number, joined):
+                    return number
+            for name in _names(plain, code):
+                if not _name_in(name, folded):
+                    return name
+    return ""
