@@ -56,11 +56,6 @@ class Profile:
         return self.settings.profile == "compact"
 
     @property
-    def numbered(self) -> bool:
-        """Whether [n] in a text answer names the prompt's n-th excerpt."""
-        return self.compact
-
-    @property
     def streams_prose(self) -> bool:
         """Whether prose can be the answer while it streams (no tool call can follow)."""
         return self.compact
