@@ -12,6 +12,7 @@ from docpilot_runtime.check.support import (
     reattach,
     supports,
     unfounded,
+    verify,
 )
 
 SERVE = Excerpt(
@@ -135,3 +136,27 @@ def test_an_inline_citation_does_not_vouch_for_names_and_numbers_no_excerpt_hold
     assert unfounded("It listens on 9000 [1].", EXCERPTS) == "9000"
     # Names and numbers do not depend on the answer's language.
     assert unfounded("Le port par défaut de docpilot serve est 8000 [1].", EXCERPTS) == ""
+
+
+def test_numbers_and_names_from_the_excerpt_count_as_its_evidence() -> None:
+    # Every word from the question, the number from the excerpt: held.
+    question = "What is the default port?"
+    assert supports(SERVE.text, "The default port is 8000.", question) is not None
+
+
+def test_verify_holds_every_cited_claim_to_an_excerpt_and_moves_it_there() -> None:
+    markdown = "docpilot serve listens on 8000 by default [2]. It also needs Redis 7 [1]."
+    withheld = verify(markdown, {1: SERVE.id, 2: LIMITS.id}, EXCERPTS)
+    assert withheld.markdown is None and "7" in withheld.why
+    moved = verify("docpilot serve listens on 8000 by default [2].", {2: LIMITS.id}, EXCERPTS)
+    assert moved.moved and moved.markdown == (
+        "docpilot serve listens on 8000 by default [[/reference/cli/#serve]]."
+    )
+
+
+def test_verify_reads_another_language_by_its_numbers_and_names_only() -> None:
+    french = "Par défaut, docpilot serve écoute sur le port 8000 [1]."
+    kept = verify(french, {1: SERVE.id}, EXCERPTS)
+    assert kept.markdown == "Par défaut, docpilot serve écoute sur le port 8000 [[/reference/cli/#serve]]."
+    invented = verify("Il faut aussi Redis avec le port 6379 [1].", {1: SERVE.id}, EXCERPTS)
+    assert invented.markdown is None

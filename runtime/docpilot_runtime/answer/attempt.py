@@ -40,7 +40,7 @@ from docpilot_runtime.answer.stream import ReplyStream
 from docpilot_runtime.answer.tools import TurnTools
 from docpilot_runtime.check.markdown_parse import Hooks, parse, to_tree
 from docpilot_runtime.check.support import Excerpt as SupportExcerpt
-from docpilot_runtime.check.support import attach, reattach, unfounded
+from docpilot_runtime.check.support import attach, reattach, verify
 from docpilot_runtime.check.validate import StreamValidator, ValidatedAnswer, validate_answer
 from docpilot_runtime.providers import Message, ModelReply, Provider, ProviderError, ToolCall, Usage
 from docpilot_runtime.providers.messages import STOP_MAX_TOKENS
@@ -136,8 +136,7 @@ class ProviderRun:
                 self._validator(self.numbered) if self.profile.streams_prose else None,
                 self.job.emit_delta,
                 self.profile.json_key,
-                # Held while it states what no excerpt holds: it would not be shown at the end.
-                (lambda text: not self._unfounded(text)) if self.profile.compact else None,
+                self._grounded_so_far if self.profile.compact else None,
             )
             reply = await self.provider.complete(
                 self.system, self.messages, step.tools, stream.on_delta, None, step.options
@@ -317,12 +316,21 @@ class ProviderRun:
                 raise Uncited("the model said the excerpts do not answer it", confidence)
             validated = self._attached(validated, listed, confidence)
             cited_by = "check"
+        elif self.profile.compact:
+            # A small model cites whatever it writes: each of its claims must be held by an
+            # excerpt (its own cited one first), and is cited to the one that holds it.
+            cited = {c.n: c.id for c in validated.citations}
+            verified = verify(validated.markdown, cited, self._shown(), self.job.question)
+            if verified.markdown is None:
+                raise Uncited(f"a cited claim is in no excerpt ({verified.why})", confidence)
+            checked = self._validate(verified.markdown, ())
+            if not checked.citations:
+                raise Uncited("no citation survived the check", confidence)
+            checked.dropped_citations = validated.dropped_citations
+            checked.delinked = validated.delinked
+            validated = checked
+            cited_by = "markers, re-attached" if verified.moved else "markers"
         else:
-            # A small model cites whatever it writes: with the compact profile a cited claim
-            # must also have its numbers and names in an excerpt (any language passes that).
-            stray = self._unfounded(validated.markdown) if self.profile.compact else ""
-            if stray:
-                raise Uncited(f"a cited claim states {stray!r}, which no excerpt holds", confidence)
             mended = self._reattached(validated)
             if mended is not None:
                 validated, cited_by = mended, "markers, re-attached"
@@ -343,8 +351,17 @@ class ProviderRun:
             cited_by=cited_by,
         )
 
-    def _unfounded(self, text: str) -> str:
-        return unfounded(text, self._excerpts(list(self.tools.shown)))
+    def _shown(self) -> list[SupportExcerpt]:
+        return self._excerpts(list(self.tools.shown))
+
+    def _grounded_so_far(self, text: str) -> bool:
+        """Whether the complete sentences streamed so far pass `verify` (the compact
+        profile's stream is held until they do: they would not be shown at the end)."""
+        done = complete_sentences(text)
+        if not done:
+            return True
+        cited = dict(enumerate(self.numbered, start=1))
+        return verify(done, cited, self._shown(), self.job.question).markdown is not None
 
     def _excerpts(self, ids: Sequence[str]) -> list[SupportExcerpt]:
         shown = self.tools.shown
@@ -354,9 +371,7 @@ class ProviderRun:
         """The cited answer with each claim whose cited excerpt does not hold it cited to
         the excerpt that does (None when there was nothing to mend)."""
         cited = {c.n: c.id for c in validated.citations}
-        mended = reattach(
-            validated.markdown, cited, self._excerpts(list(self.tools.shown)), self.job.question
-        )
+        mended = reattach(validated.markdown, cited, self._shown(), self.job.question)
         if mended is None:
             return None
         checked = self._validate(mended, ())

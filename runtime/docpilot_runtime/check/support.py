@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from docpilot_runtime.retrieve.followup import function_words, noun_capitalising
+from docpilot_runtime.retrieve.followup import english_words, function_words, noun_capitalising
 from docpilot_runtime.retrieve.tokenize import FUNCTION_WORDS, tokenize
 from docpilot_runtime.shared.fences import open_fence
 
@@ -173,9 +173,12 @@ def supports(excerpt: str, text: str, question: str = "", code: bool = False) ->
     asked = set(tokenize(question))
     in_excerpt = sum(w in have for w in words)
     found = sum(w in have or w in asked for w in words)
-    if in_excerpt == 0 or found < WORD_SHARE * len(words):
+    # A number or a name the excerpt holds is evidence from it too: "The default port is
+    # 8000." may take every word from the question.
+    held = len(_numbers(text)) + len(_names(text, code))
+    if in_excerpt + held == 0 or found < WORD_SHARE * len(words):
         return None
-    return in_excerpt
+    return in_excerpt + held
 
 
 def _blocks(markdown: str) -> list[_Block]:
@@ -348,15 +351,8 @@ def reattach(
         changed = True
         return _cite(_ID_MARKER.sub("", text).rstrip(), verdict.source)
 
-    out: list[str] = []
-    for block in _blocks(as_ids):
-        if block.kind == "paragraph":
-            out.append(" ".join(mend(p) for p in block.parts))
-        elif block.kind == "item":
-            out.append(block.prefix + mend(block.parts[0]))
-        else:
-            out.extend(block.lines)
-    return "\n".join(out) if changed else None
+    mapped = _map_parts(as_ids, mend)
+    return mapped if changed else None
 
 
 def unfounded(markdown: str, excerpts: Sequence[Excerpt]) -> str:
@@ -377,3 +373,89 @@ def unfounded(markdown: str, excerpts: Sequence[Excerpt]) -> str:
                 if not _name_in(name, folded):
                     return name
     return ""
+
+
+def other_language(text: str) -> bool:
+    """Whether a sentence is written in another language than English: two function
+    words of another language, or a script without spaces. The word rule cannot read it."""
+    own = function_words() - english_words()
+    return sum(t in own for t in set(tokenize(_plain(text)))) >= 2 or any(
+        "\u2e80" <= c <= "\u9fff" or "\uac00" <= c <= "\ud7af" for c in text
+    )
+
+
+@dataclass(frozen=True)
+class Verified:
+    """An answer every claim of which an excerpt holds, each cited to it (``[[ID]]``
+    markers, to be validated again); or None and the first claim none holds."""
+
+    markdown: str | None
+    why: str = ""
+    moved: bool = False  # a claim was cited to another excerpt than the model's
+
+
+def verify(
+    markdown: str, cited: Mapping[int, str], excerpts: Sequence[Excerpt], question: str = ""
+) -> Verified:
+    """The strict reading of an answer that cites inline (``[n]``, ``cited`` mapping n to
+    its id), for models whose citations cannot be trusted: every claiming sentence and item
+    must be held by one excerpt, its own cited one first, and is cited to it; a sentence in
+    another language, which the word rule cannot read, needs only its numbers and names in
+    an excerpt and keeps its markers. One claim no excerpt holds withholds the answer."""
+    by_id = {e.id: e for e in excerpts}
+    joined = "\n".join(e.text for e in excerpts)
+
+    def named(match: re.Match[str]) -> str:
+        return f"[[{cited.get(int(match.group(1)), '?')}]]"
+
+    as_ids = _outside_code(markdown, lambda text: _NUMBERED.sub(named, text))
+    problem = ""
+    moved = False
+
+    def check(text: str) -> str:
+        nonlocal problem, moved
+        own = [i for i in _ID_MARKER.findall(text) if i in by_id]
+        plain = _plain(text)
+        if problem or not claims(plain):
+            return text
+        if other_language(plain):
+            stray = unfounded(plain, excerpts)
+            if stray:
+                problem = f"{stray!r} is in no excerpt"
+            return text
+        ordered = [by_id[i] for i in own] + [e for e in excerpts if e.id not in own]
+        verdict = _judge(plain, False, ordered, question)
+        if not verdict.source:
+            problem = _why(plain, False, excerpts) if joined else "no excerpt"
+            return text
+        moved = moved or verdict.source not in own
+        return _cite(_ID_MARKER.sub("", text).rstrip(), verdict.source)
+
+    def code(block: _Block) -> None:
+        nonlocal problem
+        stray = unfounded("\n".join(block.lines), excerpts)
+        if stray and not problem:
+            problem = f"{stray!r} is in no excerpt"
+
+    mapped = _map_parts(as_ids, check, code)
+    if problem:
+        return Verified(None, problem)
+    return Verified(mapped, moved=moved)
+
+
+def _map_parts(
+    markdown: str, part: Callable[[str], str], code: Callable[[_Block], None] | None = None
+) -> str:
+    """``markdown`` with each paragraph sentence and list item replaced by ``part`` of it
+    (sentences joined by a space); code blocks are shown to ``code`` and kept."""
+    out: list[str] = []
+    for block in _blocks(markdown):
+        if block.kind == "paragraph":
+            out.append(" ".join(part(p) for p in block.parts))
+        elif block.kind == "item":
+            out.append(block.prefix + part(block.parts[0]))
+        else:
+            if block.kind == "code" and code is not None:
+                code(block)
+            out.extend(block.lines)
+    return "\n".join(out)

@@ -248,7 +248,8 @@ within without won would yes yet you your yours yourself yourselves
 
 
 @lru_cache(maxsize=1)
-def _english() -> frozenset[str]:
+def english_words() -> frozenset[str]:
+    """English words that are among the function words of some language."""
     return frozenset(tokenize(_ENGLISH_TEXT))
 
 
@@ -262,7 +263,7 @@ def rewrite_reason(
     question in Spanish about an English tool is mostly tool names), "follow-up" when
     there is an earlier answered question it may refer to."""
     found = followup_terms(index, [], question, params.rescue_known_df)
-    skip = function_words() - _english()
+    skip = function_words() - english_words()
     unknown = [t for t in query_terms(question) if t in skip and index.document_frequency(t) == 0]
     share = found.known_share
     # Few known terms alone is no sign on a small corpus: some other language must show,
