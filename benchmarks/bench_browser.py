@@ -79,7 +79,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
+sys.path.insert(0, str(ROOT / "tests" / "chromium"))
 from browsing import file_server  # noqa: E402
 from common import tree_state  # noqa: E402
 from corpora import EXAMPLE_SITE, MATERIAL, reduced_config  # noqa: E402

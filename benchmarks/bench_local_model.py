@@ -118,13 +118,15 @@ class Reply:
 # --- questions and their excerpts ------------------------------------------------------
 
 
-def load_questions(site: Path, path: Path, answerable: int, uncovered: int) -> list[Question]:
-    """The first N answerable and N uncovered tune questions (file order), with the units
-    DocPilot's retrieval ranks for each."""
+def load_questions(site: Path, path: Path, answerable: int, uncovered: int,
+                   skip: tuple[int, int] = (0, 0)) -> list[Question]:
+    """N answerable and N uncovered tune questions of each kind (file order, after
+    skipping the first ``skip`` of each), with the units DocPilot's retrieval ranks."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    chosen = [r for r in rows if r["kind"] == "answerable"][:answerable]
+    first = skip[0]
+    chosen = [r for r in rows if r["kind"] == "answerable"][first : first + answerable]
     for kind in UNCOVERED:
-        chosen += [r for r in rows if r["kind"] == kind][:uncovered]
+        chosen += [r for r in rows if r["kind"] == kind][skip[1] : skip[1] + uncovered]
     lines = "".join(json.dumps({"question": r["question"]}) + "\n" for r in chosen)
     done = subprocess.run(
         [str(ROOT / ".venv" / "bin" / "docpilot"), "ask", "--json", str(site)],
@@ -132,7 +134,7 @@ def load_questions(site: Path, path: Path, answerable: int, uncovered: int) -> l
     )
     results = [json.loads(line) for line in done.stdout.splitlines()]
     sys.path.insert(0, str(ROOT / "runtime"))
-    from docpilot_runtime.bundle import load_bundle
+    from docpilot_runtime.bundle.read import load_bundle
 
     bundle = load_bundle(site)
     by_id = {u.id: u for u in bundle.units}
@@ -196,16 +198,16 @@ def body_for(profile: str, q: Question) -> dict[str, Any]:
 
 
 def primed_body(q: Question) -> dict[str, Any]:
-    """What the runtime's ProviderRun sends for a first step (answer.py, prompt.py, tools.py)."""
+    """What the runtime's ProviderRun sends for a first step (answer/, prompt.py, tools.py)."""
     sys.path.insert(0, str(ROOT / "runtime"))
-    from docpilot_runtime.prompt import (
+    from docpilot_runtime.answer.prompt import (
         PLATFORM_RULES,
         Excerpt,
         first_message,
         render_excerpt,
         site_profile,
     )
-    from docpilot_runtime.tools import _REQUIRED, BUILTIN_TOOLS, _schema
+    from docpilot_runtime.answer.tools import _REQUIRED, BUILTIN_TOOLS, _schema
 
     excerpts = "\n".join(
         render_excerpt(Excerpt(u.id, u.title, u.url, u.text), False) for u in q.units[:6]
@@ -320,11 +322,12 @@ def terms(text: str) -> set[str]:
     return words | {cjk[i : i + 2] for i in range(len(cjk) - 1)}
 
 
-def attribute(answer: str, shown: tuple[Unit, ...]) -> tuple[Unit | None, float]:
-    """The excerpt holding the largest share of the answer's terms, and that share: the
-    check a validator could run to attach (or refuse) sources the model did not mark."""
-    mine = terms(strip_markers(answer))
-    if not mine or not shown:
+def attribute(answer: str, question: str, shown: tuple[Unit, ...]) -> tuple[Unit | None, float]:
+    """The excerpt holding the largest share of the answer's own terms (those not already
+    in the question: restating the question proves nothing), and that share: the check a
+    validator could run to attach (or refuse) sources the model did not mark."""
+    mine = terms(strip_markers(answer)) - terms(question)
+    if len(mine) < 2 or not shown:
         return None, 0.0
     scored = [(len(mine & terms(u.title + " " + u.text)) / len(mine), u) for u in shown]
     share_, unit = max(scored, key=lambda pair: pair[0])
@@ -464,7 +467,7 @@ def judge(profile: str, q: Question, reply: Reply, prompt: str) -> Outcome:
         label = "correct" if any(u.page in q.gold for u in cited_units) else "wrong"
     attributed = ""
     if label in ("correct", "wrong", "uncited", "answered"):
-        unit, support = attribute(text, shown)
+        unit, support = attribute(text, q.text, shown)
         if unit is None or support < SUPPORT:
             attributed = "unsupported"
         else:
@@ -614,7 +617,7 @@ def smoke() -> None:
 def table_from_logs(site: Path, logs: list[Path]) -> None:
     """Judge logged replies again (the judging rules can change without re-running)."""
     sys.path.insert(0, str(ROOT / "runtime"))
-    from docpilot_runtime.bundle import load_bundle
+    from docpilot_runtime.bundle.read import load_bundle
 
     by_id = {u.id: u for u in load_bundle(site).units}
     gold = {}
@@ -647,6 +650,8 @@ def main() -> None:
     parser.add_argument("--uncovered", type=int, default=3, help="per uncovered kind")
     parser.add_argument("--primed-questions", type=int, default=5,
                         help="the primed prompt is long: only the first N questions")
+    parser.add_argument("--skip", type=int, nargs=2, default=(0, 0), metavar=("A", "U"),
+                        help="skip the first A answerable and U of each uncovered kind")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--log", type=Path, default=HERE / "out" / "local_model.jsonl")
@@ -668,7 +673,8 @@ def main() -> None:
         return
     if args.site is None:
         parser.error("--site is required (mkdocs build -f example-site/mkdocs.yml -d DIR)")
-    questions = load_questions(args.site, TUNE, args.answerable, args.uncovered)
+    questions = load_questions(args.site, TUNE, args.answerable, args.uncovered,
+                               tuple(args.skip))
     args.log.parent.mkdir(parents=True, exist_ok=True)
     lines = []
     with args.log.open("a", encoding="utf-8") as log:

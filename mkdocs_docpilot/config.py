@@ -46,3 +46,7 @@ class DocPilotConfig(Config):  # type: ignore[no-untyped-call]
     language = c.Type(str, default=_default("language"))
     strings = c.DictOfItems(c.Type(str), default=_default("strings"))
     pyodide_url = c.Type(str, default=_default("pyodide_url"))
+    search_handoff = c.Type(bool, default=_default("search_handoff"))
+    ask_about_page = c.Type(bool, default=_default("ask_about_page"))
+    copy_page = c.Type(bool, default=_default("copy_page"))
+    ai_notice = c.Type(bool, default=_default("ai_notice"))

@@ -1,62 +1,129 @@
-"""Shared fixtures: real sites built once per session with real `mkdocs build`."""
+"""Shared fixtures: real sites built with real `mkdocs build`, once for every test
+process of a session (shared_builds.py)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build, reduced_config
+from browsing import SCREENSHOTS, is_browser_test
+from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build
 from local_engine import local_model  # noqa: F401  (the real_model tests' engine)
+from shared_builds import SharedBuild, SharedSite, SiteBuilds, reduced_site
+
+
+def _builds_root(config: pytest.Config) -> Path:
+    """pytest's cache folder (kept between sessions), else the base of the temporary
+    folders (shared by pytest-xdist's workers)."""
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir("shared-builds"))
+    return Path(config._tmp_path_factory.getbasetemp()).parent / "shared-builds"  # type: ignore[attr-defined]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before any test, once (in pytest-xdist's controlling process, not in each worker):
+    drop shared builds of another source and the last session's screenshots."""
+    if not hasattr(session.config, "workerinput"):
+        SiteBuilds(_builds_root(session.config)).remove_other_sources()
+        shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope`` (scripts/test.sh), with two changes: the Chromium tests are
+    handed out one by one, after every other test (each worker still runs them last, as
+    tests/chromium/conftest.py orders them), and the other tests by module in collection
+    order (never re-sorted by size: that could send a Chromium test first). A module's
+    tests on one worker set its module fixtures (runtimes, servers) up once."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesThenBrowserTests(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if is_browser_test(nodeid) else nodeid.split("::", 1)[0]
+
+    config.option.loadscopereorder = False
+    return ModulesThenBrowserTests(config, log)
+
+
+@pytest.fixture(scope="session")
+def site_builds(pytestconfig: pytest.Config) -> SiteBuilds:
+    return SiteBuilds(_builds_root(pytestconfig))
+
+
+def write_project(
+    folder: Path, pages: dict[str, str], plugin: dict[str, Any] | None, cache: str, **extra: Any
+) -> Path:
+    """A small MkDocs project in ``folder`` (pages: path -> Markdown); its mkdocs.yml."""
+    docs = folder / "docs"
+    for name, text in pages.items():
+        path = docs / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    config = {
+        "site_name": "Test site",
+        "theme": {"name": "material"},
+        "markdown_extensions": [
+            {"toc": {"permalink": True}},
+            "admonition",
+            "pymdownx.superfences",
+            {"pymdownx.tabbed": {"alternate_style": True}},
+            {"pymdownx.highlight": {"pygments_lang_class": True}},
+            "tables",
+        ],
+        "plugins": ["search", {"docpilot": {"cache_dir": cache, **(plugin or {})}}],
+        **extra,
+    }
+    path = folder / "mkdocs.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
 
 
 @pytest.fixture
 def make_site(tmp_path: Path) -> SiteFactory:
-    """Write a small MkDocs project (pages: path -> Markdown) and return its mkdocs.yml."""
+    """Write a small MkDocs project (pages: path -> Markdown) in the test's folder and
+    return its mkdocs.yml: for tests that build it themselves (and maybe edit and rebuild)."""
 
     def make(pages: dict[str, str], plugin: dict[str, Any] | None = None, **extra: Any) -> Path:
-        docs = tmp_path / "docs"
-        for name, text in pages.items():
-            path = docs / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        config = {
-            "site_name": "Test site",
-            "theme": {"name": "material"},
-            "markdown_extensions": [
-                {"toc": {"permalink": True}},
-                "admonition",
-                "pymdownx.superfences",
-                {"pymdownx.tabbed": {"alternate_style": True}},
-                {"pymdownx.highlight": {"pygments_lang_class": True}},
-                "tables",
-            ],
-            "plugins": [
-                "search",
-                {"docpilot": {"cache_dir": str(tmp_path / "cache"), **(plugin or {})}},
-            ],
-            **extra,
-        }
-        path = tmp_path / "mkdocs.yml"
-        path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-        return path
+        return write_project(tmp_path, pages, plugin, str(tmp_path / "cache"), **extra)
 
     return make
 
 
-@pytest.fixture(scope="session")
-def example_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """example-site built once per session into a temporary site dir."""
-    site = tmp_path_factory.mktemp("example") / "site"
-    mkdocs_build(EXAMPLE_SITE / "mkdocs.yml", "--site-dir", str(site))
-    return site
+@pytest.fixture
+def shared_site(site_builds: SiteBuilds) -> SharedSite:
+    """The project `make_site` would write, built once for the session (its embedding cache
+    in the build's own folder): for tests that only read the built site and build output."""
+
+    def build(
+        pages: dict[str, str], plugin: dict[str, Any] | None = None, **extra: Any
+    ) -> SharedBuild:
+        key = {"pages": pages, "plugin": plugin, "extra": extra}
+        return site_builds.get(
+            key, lambda folder: mkdocs_build(write_project(folder, pages, plugin, "cache", **extra))
+        )
+
+    return build
 
 
 @pytest.fixture(scope="session")
-def material_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Material for MkDocs corpus built once per session through the plugin."""
-    work = tmp_path_factory.mktemp("material")
-    config = reduced_config(MATERIAL, work, {"cache_dir": str(work / "cache")})
-    mkdocs_build(config)
-    return work / "site"
+def example_site(site_builds: SiteBuilds) -> Path:
+    """example-site built with its own mkdocs.yml, once (the site in a shared folder)."""
+    return site_builds.get(
+        {"example-site": "mkdocs.yml"},
+        lambda folder: mkdocs_build(
+            EXAMPLE_SITE / "mkdocs.yml", "--site-dir", str(folder / "site")
+        ),
+        inputs=[EXAMPLE_SITE],
+    ).site
+
+
+@pytest.fixture(scope="session")
+def material_site(site_builds: SiteBuilds) -> Path:
+    """The Material for MkDocs corpus built once through the plugin."""
+    return reduced_site(site_builds, MATERIAL)

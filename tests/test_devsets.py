@@ -1,6 +1,6 @@
 """The dev sets in benchmarks/devsets/ hold against real builds of their corpora.
 
-Each corpus is built once per session with plain `mkdocs build` (no DocPilot plugin: the
+Each corpus is built once with plain `mkdocs build` (no DocPilot plugin: the
 page URLs are what is checked, and they do not depend on the plugin), then every gold page
 and current page named by a question must exist as `<url>index.html` in that site.
 """
@@ -18,6 +18,7 @@ from types import ModuleType
 import pytest
 import yaml
 from corpora import EXAMPLE_SITE, MKDOCS_ENV, ROOT
+from shared_builds import SiteBuilds
 
 DEVSETS_DIR = ROOT / "benchmarks" / "devsets"
 CORPORA_DIR = ROOT / "benchmarks" / "corpora"
@@ -59,37 +60,37 @@ def _example_site_config(work: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def built_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every dev-set corpus built once, by set name (the four builds run side by side)."""
-    sites, builds = {}, []
-    for name in ALL_SETS:
-        work = tmp_path_factory.mktemp(f"devset-{name}")
-        if name == "example-site":
-            config = _example_site_config(work)
-        else:
-            config = CORPORA_DIR / name / "mkdocs.yml"
-        sites[name] = work / "site"
-        command = [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)]
-        command += ["--site-dir", str(sites[name])]
-        builds.append(
-            (
-                config,
-                subprocess.Popen(
-                    command,
-                    cwd=config.parent,
-                    env=MKDOCS_ENV,
-                    text=True,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                ),
+class BuiltSites:
+    """Each dev-set corpus built when a test first asks for it, once for every process of
+    the session (tests/shared_builds.py)."""
+
+    def __init__(self, builds: SiteBuilds) -> None:
+        self.builds = builds
+
+    def __getitem__(self, name: str) -> Path:
+        corpus = EXAMPLE_SITE if name == "example-site" else CORPORA_DIR / name
+
+        def build(work: Path) -> subprocess.CompletedProcess[str]:
+            if name == "example-site":
+                config = _example_site_config(work)
+            else:
+                config = CORPORA_DIR / name / "mkdocs.yml"
+            command = [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)]
+            command += ["--site-dir", str(work / "site")]
+            done = subprocess.run(
+                command, cwd=config.parent, env=MKDOCS_ENV, text=True, capture_output=True
             )
-        )
-    for config, build in builds:
-        output, _ = build.communicate()
-        if build.returncode != 0:
-            pytest.fail(f"mkdocs build of {config} failed:\n{output}")
-    return sites
+            if done.returncode != 0:
+                pytest.fail(f"mkdocs build of {config} failed:\n{done.stdout}{done.stderr}")
+            return done
+
+        return self.builds.get({"devset corpus": name}, build, inputs=[corpus]).site
+
+
+@pytest.fixture(scope="session")
+def built_sites(site_builds: SiteBuilds) -> BuiltSites:
+    """Every dev-set corpus, built with plain `mkdocs build` on first use, by set name."""
+    return BuiltSites(site_builds)
 
 
 def _halves(name: str) -> tuple[list[object], list[object]]:
@@ -102,7 +103,7 @@ def test_every_set_beside_the_module_is_checked() -> None:
 
 @pytest.mark.parametrize("name", ALL_SETS)
 def test_gold_and_current_pages_exist_in_the_built_site(
-    name: str, built_sites: dict[str, Path]
+    name: str, built_sites: BuiltSites
 ) -> None:
     tune, test = _halves(name)
     assert devsets.missing_pages(tune + test, built_sites[name]) == []
@@ -130,7 +131,7 @@ def test_no_question_appears_twice_in_the_same_conversation(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ALL_SETS)
-def test_halves_are_the_stratified_sha256_split(name: str, built_sites: dict[str, Path]) -> None:
+def test_halves_are_the_stratified_sha256_split(name: str, built_sites: BuiltSites) -> None:
     assert devsets.check(built_sites[name], DEVSETS_DIR / name) == []
 
 
@@ -202,7 +203,7 @@ def test_each_rule_is_enforced(change: dict[str, object], message: str) -> None:
         devsets.parse_item(raw, "line 1")
 
 
-def test_a_gold_page_missing_from_the_site_is_reported(built_sites: dict[str, Path]) -> None:
+def test_a_gold_page_missing_from_the_site_is_reported(built_sites: BuiltSites) -> None:
     item = devsets.parse_item(
         {
             "question": "How?",
@@ -230,7 +231,7 @@ def test_every_corpus_has_a_follow_up_set() -> None:
 
 @pytest.mark.parametrize("name", FOLLOWUP_SETS)
 def test_follow_up_set_is_the_stratified_split_with_existing_pages(
-    name: str, built_sites: dict[str, Path]
+    name: str, built_sites: BuiltSites
 ) -> None:
     assert devsets.check(built_sites[name], devsets.FOLLOWUPS / name) == []
 
@@ -276,11 +277,16 @@ def test_thread_set_comes_from_threads_split_by_thread(name: str) -> None:
 @pytest.mark.parametrize("name", THREAD_SETS)
 def test_thread_set_is_large_with_real_negatives(name: str) -> None:
     items = [i for half in _halves(name) for i in half]
-    counts = devsets.counts(items)
     assert len(items) >= 80
-    assert counts["near_miss"] >= 15 and counts["unrelated"] >= 15, counts
     uncovered = sum(not i.expect_pages for i in items)
     assert uncovered / len(items) >= 0.35
+
+
+def test_thread_sets_hold_forty_off_topic_and_forty_near_misses_in_each_half() -> None:
+    # Enough for a goal of 0.95 to be measurable on the pooled real halves (issue 23).
+    for index in (0, 1):
+        pooled = devsets.counts(i for name in THREAD_SETS for i in _halves(name)[index])
+        assert pooled["near_miss"] >= 40 and pooled["unrelated"] >= 40, (index, pooled)
 
 
 @pytest.mark.parametrize("name", THREAD_SETS)
@@ -292,7 +298,7 @@ def test_thread_set_corpus_names_its_pinned_commit_and_licence(name: str) -> Non
 
 @pytest.mark.parametrize("name", devsets.multilingual_sets())
 def test_multilingual_set_is_real_non_english_questions_on_an_english_site(
-    name: str, built_sites: dict[str, Path]
+    name: str, built_sites: BuiltSites
 ) -> None:
     # Questions asked in another language about an English site (issue 23, point 4).
     folder = devsets.MULTILINGUAL / name

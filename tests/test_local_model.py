@@ -38,7 +38,7 @@ TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[control.Running]:
     state = tmp_path_factory.mktemp("local-model") / "engine.json"
     try:
-        running = control.start(state, QWEN_05B.key, ctx=CTX, threads=2, sse_ping=PING)
+        running = control.start(state, QWEN_05B.key, ctx=CTX, threads=1, sse_ping=PING)
     except (InstallError, control.EngineError) as exc:
         pytest.fail(f"the local model could not be installed or started: {exc}")
     yield running
@@ -251,3 +251,26 @@ def test_stop_never_signals_a_process_it_did_not_start(tmp_path: Path) -> None:
     finally:
         other.kill()
         other.wait()
+
+
+def test_stop_by_a_relative_state_path_stops_the_recorded_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in process whose command line names the state file the way the engine's
+    does: `status` and `stop` find it through a relative path too (a relative path once
+    made `status` drop a live engine's record as stale, orphaning the engine)."""
+    state = tmp_path / "engine.json"
+    fake = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                             "local_model.engine", "--state", str(state)])
+    try:
+        state.write_text(json.dumps({"pid": fake.pid, "base_url": "http://127.0.0.1:1/v1",
+                                     "model": QWEN_05B.key, "log": ""}))
+        monkeypatch.chdir(tmp_path)
+        found = control.status(Path("engine.json"))
+        assert found is not None and found.pid == fake.pid
+        assert control.stop(Path("engine.json")) == fake.pid
+        fake.wait(timeout=10)  # ended (stop reaped it: its status is not ours to read)
+        assert not state.exists()
+    finally:
+        fake.kill()
+        fake.wait()

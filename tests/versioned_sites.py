@@ -1,5 +1,6 @@
 """A site published in two versions with a real `mike deploy`, shared by the version and
-MCP tests (a module-scoped fixture: import it into the test module)."""
+MCP tests (a module-scoped fixture: import it into the test module; the site itself is
+published once for the session, tests/shared_builds.py)."""
 
 from __future__ import annotations
 
@@ -12,45 +13,55 @@ from pathlib import Path
 import pytest
 import yaml
 from corpora import MKDOCS_ENV
+from shared_builds import SiteBuilds
 
 QUESTION = "Where is the embedding cache kept?"
 
 
 @pytest.fixture(scope="module")
-def versioned_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Versions 1.0 and 2.0 (alias latest) deployed by mike, checked out of gh-pages."""
-    repo = tmp_path_factory.mktemp("mike")
+def versioned_site(site_builds: SiteBuilds) -> Path:
+    """Versions 1.0 and 2.0 (alias latest) deployed by mike, checked out of gh-pages
+    (published once for every module and process of the session)."""
+    return site_builds.get({"mike": [V1, V2]}, publish, site="published").site
+
+
+def publish(work: Path) -> subprocess.CompletedProcess[str]:
+    """Deploy both versions with mike from a git repository in ``work``, then check the
+    gh-pages branch out into ``work/published``."""
+    repo = work / "repo"
+    repo.mkdir()
     config = {"site_name": "Versions", "theme": {"name": "mkdocs"},
-              "plugins": [{"docpilot": {"cache_dir": str(repo.parent / "mike-cache")}}]}
+              "plugins": [{"docpilot": {"cache_dir": str(work / "mike-cache")}}]}
     (repo / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     (repo / "docs").mkdir()
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.email", "docs@example.com")
     git(repo, "config", "user.name", "Docs")
+    output = []
     for version, text, extra in (("1.0", V1, []), ("2.0", V2, ["latest"])):
         (repo / "docs" / "index.md").write_text(text, encoding="utf-8")
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", f"docs {version}")
-        mike(repo, "deploy", "--alias-type", "redirect", version, *extra)
-    archive = repo.parent / "gh-pages.tar"
+        output.append(mike(repo, "deploy", "--alias-type", "redirect", version, *extra))
+    archive = work / "gh-pages.tar"
     git(repo, "archive", "-o", str(archive), "gh-pages")
-    out = repo.parent / "published"
     with tarfile.open(archive) as tar:
-        tar.extractall(out, filter="data")
-    return out
+        tar.extractall(work / "published", filter="data")
+    return subprocess.CompletedProcess(["mike", "deploy"], 0, "".join(output), "")
 
 
 def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
 
 
-def mike(repo: Path, *args: str) -> None:
-    """mike's own command (it runs `mkdocs build` from PATH: this interpreter's)."""
+def mike(repo: Path, *args: str) -> str:
+    """mike's own command (it runs `mkdocs build` from PATH: this interpreter's); its output."""
     scripts = Path(sys.executable).parent
     env = {**MKDOCS_ENV, "PATH": f"{scripts}{os.pathsep}{MKDOCS_ENV.get('PATH', '')}"}
     done = subprocess.run([str(scripts / "mike"), *args], cwd=repo, env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
 
 
 V1 = ("# Storage\n\nWhere DocPilot keeps its files.\n\n## Embedding cache\n\n"

@@ -70,18 +70,71 @@ async function cachedFetch(input, init) {
 }
 
 // Pyodide does not always reject when one of its files fails to load (a refused .wasm can
-// leave it waiting): a failed fetch while booting fails the boot at once instead.
+// leave it waiting): a failed fetch while booting fails the boot at once instead. So does a
+// download that stalls: no byte of any of the boot's files for STALL_MS (a proxy holding
+// the connection open) is a failure too, reported as soon as it is one, not at the page's
+// 90 s deadline.
+const STALL_MS = 15000;
 let bootFailed = null;
+let downloads = 0;
+let stallTimer = 0;
+let lastByte = 0;
+function progressed(name) {
+  lastByte = performance.now();
+  watchStall(name);
+}
+function watchStall(name) {
+  clearTimeout(stallTimer);
+  if (downloads <= 0) return;
+  const armed = performance.now();
+  stallTimer = setTimeout(() => {
+    // Much later than asked: this thread was busy (starting Python), not the network idle.
+    if (performance.now() - armed > STALL_MS + 1000) return progressed(name);
+    // Bytes that arrived while this thread was busy are read first, then it is judged.
+    stallTimer = setTimeout(() => {
+      if (downloads > 0 && performance.now() - lastByte >= STALL_MS) bootFailed?.(new Error(`${name} stalled`));
+      else watchStall(name);
+    }, 100);
+  }, STALL_MS);
+}
+// Watch a response's bytes arrive on a copy of it (reading the copy as fast as the network
+// delivers, whatever pace Pyodide reads its own at: a busy machine compiling the wasm is
+// not a stalled download).
+function watched(response, name) {
+  if (!response.body) return response;
+  const reader = response.clone().body.getReader();
+  downloads++;
+  (async () => {
+    try {
+      while (!(await reader.read()).done) progressed(name);
+    } catch {
+      /* the download failed: Pyodide's own copy says so */
+    }
+    downloads--;
+    progressed(name);
+  })();
+  return response;
+}
 const pageFetch = self.fetch.bind(self);
 self.fetch = async (input, init) => {
   const name = String(input?.url ?? input).split("?")[0].split("/").pop();
+  const watch = !!bootFailed;
+  if (watch) {
+    downloads++;
+    progressed(name);
+  }
   try {
     const response = await cachedFetch(input, init);
     if (!response.ok) bootFailed?.(new Error(`${name}: HTTP ${response.status}`));
-    return response;
+    return watch ? watched(response, name) : response;
   } catch (error) {
     bootFailed?.(new Error(`${name} could not be loaded`));
     throw error;
+  } finally {
+    if (watch) {
+      downloads--;
+      progressed(name);
+    }
   }
 };
 

@@ -153,34 +153,46 @@ def split_key(item: Item) -> str:
     return hashlib.sha256(normalised(item.question).encode("utf-8")).hexdigest()
 
 
-def split(items: Sequence[Item]) -> tuple[list[Item], list[Item]]:
+def split(items: Sequence[Item], by_thread: bool = False) -> tuple[list[Item], list[Item]]:
     """Deterministic tune/test halves, stratified by kind, one half per question text.
 
     Within each kind (in ``KINDS`` order), items are ordered by the sha256 of their
     normalised question and dealt alternately, tune first, so every kind is split as evenly
     as its count allows and the result depends on the set's content, never on file order.
     A question already placed under an earlier kind (the same near-miss asked alone and
-    again after a covered turn) goes to that same half, so no text is in both halves.
-    Adding questions later can move others: a set's halves are fixed when it is made, and
-    ``check`` holds the files to it.
+    again after a covered turn) goes to that same half, so no text is in both halves; with
+    ``by_thread`` (the sets made from threads) so does every question of a thread already
+    placed (a thread's follow-up stays with its first question). Adding questions later
+    can move others: a set's halves are fixed when it is made, and ``check`` holds the
+    files to it.
     """
     placed: dict[str, str] = {}
     halves: dict[str, list[Item]] = {name: [] for name in SPLITS}
     for kind in KINDS:
         dealt = 0
         for item in sorted((i for i in items if i.kind == kind), key=split_key):
-            text = normalised(item.question)
-            if text not in placed:
-                placed[text] = SPLITS[dealt % 2]
+            keys = [normalised(item.question)]
+            if by_thread and THREAD_URL.fullmatch(item.source):
+                keys.append(item.source)
+            half = next((placed[k] for k in keys if k in placed), None)
+            if half is None:
+                half = SPLITS[dealt % 2]
                 dealt += 1
-            halves[placed[text]].append(item)
+            for key in keys:
+                placed.setdefault(key, half)
+            halves[half].append(item)
     return halves["tune"], halves["test"]
+
+
+def splits_by_thread(directory: Path) -> bool:
+    """Whether a set's folder is split by thread (the sets made from threads)."""
+    return directory.name in THREAD_SETS or directory.parent.name == "multilingual"
 
 
 def write_split(items: Sequence[Item], directory: Path) -> None:
     """Write ``tune.jsonl`` and ``test.jsonl`` for ``items`` into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
-    for name, half in zip(SPLITS, split(items), strict=True):
+    for name, half in zip(SPLITS, split(items, splits_by_thread(directory)), strict=True):
         lines = [json.dumps(i.to_json(), ensure_ascii=False) for i in half]
         (directory / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -201,7 +213,7 @@ def check(site_dir: Path, directory: Path) -> list[str]:
     everything = halves["tune"] + halves["test"]
     for url in missing_pages(everything, site_dir):
         problems.append(f"{directory}: page {url!r} is not in the built site {site_dir}")
-    for name, half in zip(SPLITS, split(everything), strict=True):
+    for name, half in zip(SPLITS, split(everything, splits_by_thread(directory)), strict=True):
         if [split_key(i) for i in half] != [split_key(i) for i in halves[name]]:
             problems.append(
                 f"{directory}: {name}.jsonl is not the stratified sha256 split "

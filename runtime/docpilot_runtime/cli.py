@@ -373,10 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp.set_defaults(run=cmd_mcp)
 
-    fetch = verbs.add_parser(
-        "fetch-browser-runtime",
-        help="download the pinned Pyodide core (with npm) for offline builds of the widget",
-    )
+    fetch_help = "download the pinned Pyodide core from the npm registry (no npm needed)"
+    fetch = verbs.add_parser("fetch-browser-runtime", help=fetch_help, description=fetch_help)
     fetch.add_argument("--dest", help="where to put it (default: the user's cache directory)")
     fetch.set_defaults(run=cmd_fetch_browser_runtime)
     return parser

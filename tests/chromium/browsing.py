@@ -38,6 +38,13 @@ def mkdocs_build(config: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def is_browser_test(nodeid: str) -> bool:
+    """A test that drives Chromium, told by its node id alone (pytest-xdist's scheduler
+    sees nothing else): under tests/chromium/ and parametrized by pytest-playwright's
+    browser. conftest.py checks that this agrees with the tests it runs last."""
+    return nodeid.startswith("tests/chromium/") and "[chromium" in nodeid
+
+
 def sitemap_xml(site_dir: Path, base: str) -> str:
     """A sitemap of every built page, at ``base`` (what MkDocs writes with `site_url`)."""
     urls = sorted(
@@ -274,3 +281,25 @@ def with_widget_config(page: Page, path: str, change: Callable[[dict[str, Any]],
         route.fulfill(response=response, body=html)
 
     page.route(f"**{path}", handle)
+
+
+# The contrast ratio (WCAG 2) of an element's text against the first opaque background
+# behind it, from computed styles; translucent layers are composited over the ones below
+# (used by the error and accessibility tests).
+CONTRAST = """(node) => {
+  // rgb()/rgba() in 0-255; color-mix() computes to color(srgb r g b / a) in 0-1.
+  const rgba = (s) => { const m = s.match(/[\\d.]+/g).map(Number); const k = s.startsWith("color(") ? 255 : 1; return [m[0] * k, m[1] * k, m[2] * k, m[3] ?? 1]; };
+  const over = (top, below) => top.slice(0, 3).map((c, i) => c * top[3] + below[i] * (1 - top[3])).concat(1);
+  const layers = [];
+  for (let e = node; e; e = e.parentElement) {
+    const bg = rgba(getComputedStyle(e).backgroundColor);
+    if (bg[3] > 0) layers.push(bg);
+    if (bg[3] === 1) break;
+  }
+  let bg = [255, 255, 255, 1];
+  for (const layer of layers.reverse()) bg = over(layer, bg);
+  const fg = over(rgba(getComputedStyle(node).color), bg);
+  const lum = (c) => { const [r, g, b] = c.slice(0, 3).map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}"""

@@ -14,7 +14,7 @@ pages at the live server's address, so instant navigation works as on a deployed
 from __future__ import annotations
 
 import asyncio
-import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,10 @@ import pytest
 import yaml
 from browsing import (
     RECORD_PROGRESS,
-    SCREENSHOTS,
     SLOW_STREAM,
     Reader,
     file_server,
+    is_browser_test,
     mkdocs_build,
     sitemap_xml,
     sse,
@@ -38,6 +38,7 @@ from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings
 from playwright.sync_api import Page
 from servers.runtime import RunningServer, serve_app
+from shared_builds import SiteBuilds
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -48,16 +49,28 @@ from starlette.routing import Route
 CHROMIUM = Path("/usr/bin/chromium")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test here that drives Chromium (through the `page` fixture) is `browser`, and
     runs after all the others: Playwright's sync API keeps an event loop running in the
-    main thread until the session ends, and `asyncio.run` refuses to start under it."""
-    here = Path(__file__).parent
+    main thread until the session ends, and `asyncio.run` refuses to start under it.
+
+    Last of the hooks: pytest's own reordering (which groups the tests of a parametrized
+    session fixture, as pytest-playwright's `browser_name` is) would otherwise move other
+    tests after these. Under pytest-xdist each worker is handed its tests in this order."""
+    here = Path(__file__).resolve().parent
     browser = []
     for item in items:
-        if here in Path(str(item.fspath)).parents and "page" in getattr(item, "fixturenames", ()):
+        if here in item.path.resolve().parents and "page" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
             browser.append(item)
+    # pytest-xdist's scheduler (tests/conftest.py) tells them apart by node id alone.
+    named = {item.nodeid for item in items if is_browser_test(item.nodeid)}
+    if named != {item.nodeid for item in browser}:
+        raise pytest.UsageError(
+            "browsing.is_browser_test disagrees with the tests that use `page`: "
+            + ", ".join(sorted(named ^ {item.nodeid for item in browser})[:5])
+        )
     items[:] = [item for item in items if item not in browser] + browser
 
 
@@ -160,28 +173,32 @@ def slow_api(site_server: RunningServer) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def static_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """example-site built with `endpoint: browser` (static mode)."""
-    work = tmp_path_factory.mktemp("static")
-    config = yaml.safe_load((EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8"))
-    plugins = []
-    for plugin in config["plugins"]:
-        if plugin == "docpilot" or (isinstance(plugin, dict) and "docpilot" in plugin):
-            options = plugin["docpilot"] if isinstance(plugin, dict) else {}
-            cache = str(EXAMPLE_SITE / ".cache" / "docpilot")
-            plugin = {"docpilot": {**(options or {}), "endpoint": "browser", "cache_dir": cache}}
-        plugins.append(plugin)
-    config.update(
-        plugins=plugins,
-        docs_dir=str(EXAMPLE_SITE / "docs"),
-        site_dir=str(work / "site"),
-    )
-    path = work / "mkdocs.yml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
-    done = mkdocs_build(path)
-    if done.returncode != 0:
-        pytest.fail(f"mkdocs build of {path} failed:\n{done.stdout}\n{done.stderr}")
-    return work / "site"
+def static_site(site_builds: SiteBuilds) -> Path:
+    """example-site built with `endpoint: browser` (static mode), once."""
+
+    def build(work: Path) -> subprocess.CompletedProcess[str]:
+        config = yaml.safe_load((EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8"))
+        plugins = []
+        for plugin in config["plugins"]:
+            if plugin == "docpilot" or (isinstance(plugin, dict) and "docpilot" in plugin):
+                options = plugin["docpilot"] if isinstance(plugin, dict) else {}
+                cache = str(EXAMPLE_SITE / ".cache" / "docpilot")
+                plugin = {"docpilot": {**(options or {}), "endpoint": "browser", "cache_dir": cache}}
+            plugins.append(plugin)
+        config.update(
+            plugins=plugins,
+            docs_dir=str(EXAMPLE_SITE / "docs"),
+            site_dir=str(work / "site"),
+        )
+        path = work / "mkdocs.yml"
+        text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+        path.write_text(text, encoding="utf-8")
+        done = mkdocs_build(path)
+        if done.returncode != 0:
+            pytest.fail(f"mkdocs build of {path} failed:\n{done.stdout}\n{done.stderr}")
+        return done
+
+    return site_builds.get({"example-site": "endpoint: browser"}, build, inputs=[EXAMPLE_SITE]).site
 
 
 @pytest.fixture(scope="session")
@@ -189,8 +206,3 @@ def static_server(static_site: Path) -> Iterator[str]:
     """The static site on a plain file server: no runtime, no /api."""
     with file_server(static_site) as base:
         yield base
-
-
-@pytest.fixture(scope="session", autouse=True)
-def clean_screenshots() -> None:
-    shutil.rmtree(SCREENSHOTS, ignore_errors=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docpilot_runtime.browser.widget_assembly import assemble_widget
 from docpilot_runtime.bundle.schema import Page as BundlePage
 from docpilot_runtime.check.validate import Source, ValidatedAnswer, validate_answer
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +22,8 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from playwright.sync_api import Page, Route
 
-WIDGET = Path(__file__).resolve().parents[2] / "widget"
+# The widget's script as the build joins it (unminified, so a failure points at a line).
+SCRIPT = assemble_widget(Path(__file__).resolve().parents[2] / "widget" / "src")
 ORIGIN = "http://docpilot.test"
 PAGES = [
     BundlePage("/", "Home", frozenset({"intro"})),
@@ -82,7 +84,7 @@ def renderer(page: Page) -> Iterator[Page]:
                 body="<!doctype html><title>t</title><body></body>", content_type="text/html"
             )
         elif path == "/docpilot/docpilot.js":
-            route.fulfill(path=WIDGET / "docpilot.js", content_type="text/javascript")
+            route.fulfill(body=SCRIPT, content_type="text/javascript")
         else:
             route.fulfill(status=404, body="")
 

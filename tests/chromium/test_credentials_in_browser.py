@@ -55,7 +55,7 @@ def test_a_credential_in_the_quote_is_caught_too(reader: Reader) -> None:
         " getSelection().removeAllRanges(); getSelection().addRange(r); }",
         FAKE_GITHUB_TOKEN,
     )
-    page.get_by_role("button", name="Ask about this").click()
+    page.get_by_role("button", name="Ask about this", exact=True).click()
     reader.ask("Is this right?")
     second = reader.wait_answer(1)
 

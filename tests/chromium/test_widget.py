@@ -277,7 +277,7 @@ def test_selected_text_is_sent_as_a_quote_with_the_next_question(reader: Reader)
             return selection.toString().trim();
         }"""
     )
-    page.get_by_role("button", name="Ask about this").click()
+    page.get_by_role("button", name="Ask about this", exact=True).click()
     chip = page.locator(".dp-chip")
     expect(chip).to_be_visible()
     expect(chip.locator("q")).to_have_text(selected)
@@ -303,7 +303,7 @@ def test_a_quote_can_be_removed_before_asking(reader: Reader) -> None:
         "(p) => { p.scrollIntoView(); const r = document.createRange(); r.selectNodeContents(p);"
         " getSelection().removeAllRanges(); getSelection().addRange(r); }"
     )
-    page.get_by_role("button", name="Ask about this").click()
+    page.get_by_role("button", name="Ask about this", exact=True).click()
     page.get_by_role("button", name="Remove quote").click()
     expect(page.locator(".dp-chip")).to_be_hidden()
     reader.ask("And for search?")

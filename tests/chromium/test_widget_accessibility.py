@@ -4,8 +4,10 @@ focus back on the launcher when the panel closes."""
 
 from __future__ import annotations
 
-from browsing import Reader, result, sse
-from playwright.sync_api import Route, expect
+from pathlib import Path
+
+from browsing import CONTRAST, Reader, result, sse
+from playwright.sync_api import Page, Route, expect
 
 QUESTION = "How do I configure the plugin?"
 CITATION = {
@@ -118,3 +120,118 @@ def test_tab_from_the_question_reaches_citations_actions_and_feedback_in_order(
     page.keyboard.press("Escape")
     expect(page.locator("#dp-panel")).to_be_hidden()
     expect(page.locator(".dp-launcher")).to_be_focused()
+
+
+# ---------------------------------------------------------------- a long answer: axe, contrast
+
+AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
+SECOND = {
+    "n": 2,
+    "id": "/reference/cli/#index",
+    "url": "/reference/cli/#index",
+    "title": "docpilot index",
+    "page_title": "CLI",
+    "excerpt": "Index a site built by another generator.",
+}
+LONG = result(
+    markdown=(
+        "## Overview\n\nSet `exclude` in the plugin's options [1].\n\n"
+        "### Patterns\n\n- `drafts/*` leaves out drafts [1]\n- `private/**` leaves out a"
+        " folder [2]\n\n```yaml\nplugins:\n  - docpilot:\n      exclude: [drafts/*]\n```\n\n"
+        "See the [CLI](/reference/cli/) for `docpilot index` [2].\n\n"
+        "## Checking\n\n1. Build the site.\n2. Ask about a draft page [1]."
+    ),
+    citations=[CITATION, SECOND],
+)
+# Text a reader must be able to read inside the panel, by what it is.
+LEGIBLE = {
+    "link in the answer": ".dp-body a:not(.dp-cite)",
+    "citation digit": ".dp-body a.dp-cite",
+    "source link": ".dp-cites li a",
+    "source number": ".dp-cites .dp-n",
+    "'Sources'": ".dp-a > .dp-label",
+    "privacy hint": ".dp-foot > span:first-child",
+    "counter": ".dp-count",
+    "AI label": ".dp-ai",
+}
+
+
+def axe_violations(page: Page) -> list[str]:
+    """axe-core's violations on the whole page (so page-wide rules such as heading-order
+    and duplicate landmarks see the widget in its page) at the widget's own elements, as
+    "rule: element" lines. The theme's own findings are not the widget's to fix."""
+    page.evaluate(AXE.read_text(encoding="utf-8"))
+    return page.evaluate(
+        """async () => (await axe.run(document, {resultTypes: ["violations"], elementRef: true}))
+        .violations.flatMap((v) => v.nodes
+          .filter((n) => n.element?.closest("#docpilot, .dp-skip, .dp-search"))
+          .map((n) => `${v.id}: ${n.target.join(" ")}`))"""
+    )
+
+
+def show_long_answer(reader: Reader) -> Page:
+    page = reader.page
+    page.route(
+        "**/api/ask",
+        lambda route: route.fulfill(
+            status=200, body=sse(("answer", LONG)), headers={"Content-Type": "text/event-stream"}
+        ),
+    )
+    page.goto("/")
+    reader.open_panel()
+    reader.ask(QUESTION)
+    reader.wait_answer()
+    return page
+
+
+def test_a_long_answer_leaves_axe_nothing_to_report_in_light_and_dark(reader: Reader) -> None:
+    page = show_long_answer(reader)
+    # The answer's ## and ### sit under the panel's h2 as h3 and h4, with no level skipped.
+    levels = page.locator(".dp-body :is(h1, h2, h3, h4, h5, h6)").evaluate_all(
+        "(hs) => hs.map((h) => h.tagName)"
+    )
+    assert levels == ["H3", "H4", "H3"], levels
+    found = axe_violations(page)
+    assert found == [], "\n".join(found)
+    page.locator("label[title='Switch to dark mode']").first.click()
+    expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate")
+    found = axe_violations(page)
+    assert found == [], "\n".join(found)
+
+
+def test_text_in_the_panel_meets_wcag_aa_contrast_in_light_and_dark(reader: Reader) -> None:
+    page = show_long_answer(reader)
+    for palette in ("light", "dark"):
+        if palette == "dark":
+            page.locator("label[title='Switch to dark mode']").first.click()
+            expect(page.locator("body")).to_have_attribute("data-md-color-scheme", "slate")
+        ratios = {}
+        for what, selector in LEGIBLE.items():
+            node = page.locator(f"#dp-panel {selector}").first
+            expect(node).to_be_visible()
+            ratios[what] = round(node.evaluate(CONTRAST), 2)
+        low = {what: ratio for what, ratio in ratios.items() if ratio < 4.5}
+        assert not low, f"below 4.5:1 in the {palette} palette: {low} (all: {ratios})"
+        reader.screenshot(f"long-answer-{palette}")
+
+
+def test_the_launcher_says_what_it_does_now_and_a_skip_link_reaches_it(reader: Reader) -> None:
+    page = reader.page
+    page.goto("/")
+    launcher = page.locator(".dp-launcher")
+    expect(launcher).to_have_attribute("aria-label", "Ask the docs (Press A to open)")
+    # From the top of the page: Material's "Skip to content", then ours.
+    stops = []
+    while len(stops) < 3 and stops[-1:] != ["dp-skip"]:
+        page.keyboard.press("Tab")
+        stops.append(page.evaluate("document.activeElement.classList[0]"))
+    assert stops[-1] == "dp-skip", stops
+    skip = page.locator("a.dp-skip")
+    expect(skip).to_be_visible()
+    expect(skip).to_have_text("Ask the docs (A)")
+    page.keyboard.press("Enter")
+    expect(page.locator("#dp-panel")).to_be_visible()
+    expect(page.locator(".dp-input")).to_be_focused()
+    expect(launcher).to_have_attribute("aria-label", "Close: Ask the docs")
+    page.keyboard.press("Escape")
+    expect(launcher).to_have_attribute("aria-label", "Ask the docs (Press A to open)")

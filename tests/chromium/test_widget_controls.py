@@ -10,14 +10,15 @@ from playwright.sync_api import Page, expect
 
 COVERED = "How do I exclude a page from the assistant?"
 CODE = "plugins:\n  - docpilot:\n      exclude: [drafts/*]"
-MARKDOWN = f"Add the page to `exclude` [1].\n\n```yaml\n{CODE}\n```"
+# Pipes and a colon after a marker: what the runtime's escaped Markdown wrote as \| and [1]\:.
+MARKDOWN = f"Add the page to `exclude` [1]: drafts | private.\n\n```yaml\n{CODE}\n```"
 CITATION = {
     "n": 1,
     "id": "/getting-started/quick-start/#4-ask-something",
     "url": "/getting-started/quick-start/#4-ask-something",
     "title": "4. Ask something",
     "page_title": "Quick start",
-    "excerpt": "Open any page, press A and ask a question the docs answer.",
+    "excerpt": "Open any page, press `A` and ask a question the docs answer.",
 }
 
 
@@ -52,7 +53,7 @@ def test_stop_aborts_the_request_and_offers_the_question_again(
     expect(error.get_by_role("button", name="Retry")).to_be_visible()
 
 
-def test_copy_the_answer_as_markdown_and_a_code_block_as_text(
+def test_copy_the_answer_as_clean_markdown_with_sources_and_a_code_block_as_text(
     reader: Reader, base_url: str
 ) -> None:
     page = reader.page
@@ -65,7 +66,8 @@ def test_copy_the_answer_as_markdown_and_a_code_block_as_text(
 
     page.get_by_role("button", name="Copy answer").click()
     expect(page.get_by_role("button", name="Copied")).to_be_visible()
-    assert page.evaluate("navigator.clipboard.readText()") == MARKDOWN
+    source = f"[1] Quick start › 4. Ask something: {base_url}{CITATION['url']}"  # spaces kept
+    assert page.evaluate("navigator.clipboard.readText()") == f"{MARKDOWN}\n\n{source}"
     page.locator(".dp-body pre").hover()
     page.get_by_role("button", name="Copy code").click()
     assert page.evaluate("navigator.clipboard.readText()") == CODE
@@ -160,12 +162,15 @@ def test_sources_read_page_then_section_with_a_preview_on_hover_and_focus(reader
     expect(preview).to_be_hidden()
     item.locator("a").hover()
     expect(preview).to_be_visible()
-    expect(preview).to_have_text(CITATION["excerpt"])
+    # The section's words as its page shows them: inline code as code, not backticks.
+    shown = "Open any page, press A and ask a question the docs answer."
+    expect(preview).to_have_text(shown)
+    expect(preview.locator("code")).to_have_text("A")
     page.mouse.move(0, 0)
     expect(preview).to_be_hidden()
     item.locator("a").focus()
     expect(preview).to_be_visible()
-    expect(item.locator("a")).to_have_accessible_description(CITATION["excerpt"])
+    expect(item.locator("a")).to_have_accessible_description(shown)
 
 
 def test_a_passages_answer_from_the_runtime_names_page_and_section(reader: Reader) -> None:

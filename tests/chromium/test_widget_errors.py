@@ -5,29 +5,10 @@ from __future__ import annotations
 
 import time
 
-from browsing import Reader
+from browsing import CONTRAST, Reader
 from playwright.sync_api import Page, Route, expect
 
 COVERED = "How do I exclude a page from the assistant?"
-
-# The contrast ratio (WCAG 2) of an element's text against the first opaque background
-# behind it, from computed styles; translucent layers are composited over the ones below.
-CONTRAST = """(node) => {
-  const rgba = (s) => { const m = s.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m[3] ?? 1]; };
-  const over = (top, below) => top.slice(0, 3).map((c, i) => c * top[3] + below[i] * (1 - top[3])).concat(1);
-  const layers = [];
-  for (let e = node; e; e = e.parentElement) {
-    const bg = rgba(getComputedStyle(e).backgroundColor);
-    if (bg[3] > 0) layers.push(bg);
-    if (bg[3] === 1) break;
-  }
-  let bg = [255, 255, 255, 1];
-  for (const layer of layers.reverse()) bg = over(layer, bg);
-  const fg = over(rgba(getComputedStyle(node).color), bg);
-  const lum = (c) => { const [r, g, b] = c.slice(0, 3).map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-  const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
-  return (a + 0.05) / (b + 0.05);
-}"""
 
 
 def unreachable(page: Page) -> None:

@@ -78,7 +78,9 @@ def test_a_note_holding_a_secret_never_leaves_the_browser(reader: Reader) -> Non
     page.get_by_role("textbox", name="What was wrong or missing? (optional)").fill(
         f"it failed with my token {secret}"
     )
-    with page.expect_response("**/api/feedback") as response:
+    # The note waits for the worker to start (Pyodide boots first): seconds, more on a
+    # loaded machine.
+    with page.expect_response("**/api/feedback", timeout=60_000) as response:
         page.get_by_role("button", name="Send feedback").click()
     assert response.value.status == 204
     sent = response.value.request.post_data or ""
@@ -107,7 +109,9 @@ def rate_restored_answer(reader: Reader, worker_gone: bool = False) -> dict[str,
     expect(page.locator(".dp-turn .dp-q")).to_have_text(COVERED)
     page.get_by_role("button", name="Not helpful").click()
     page.get_by_role("textbox", name="What was wrong or missing? (optional)").fill(NOTE)
-    with page.expect_response("**/api/feedback") as response:
+    # The note waits for the worker to start (Pyodide boots first): seconds, more on a
+    # loaded machine.
+    with page.expect_response("**/api/feedback", timeout=60_000) as response:
         page.get_by_role("button", name="Send feedback").click()
     assert response.value.status == 204
     sent: dict[str, Any] = response.value.request.post_data_json

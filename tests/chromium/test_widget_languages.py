@@ -101,11 +101,14 @@ def test_a_japanese_page_gets_japanese_strings(page: Page, japanese_site: str) -
     expect(launcher).to_have_text("質問")
     launcher.click()
     panel = page.locator("#dp-panel")
+    ja = json.loads((I18N / "ja.json").read_text(encoding="utf-8"))
+    # The owner set neither title nor placeholder: the strings' own, in Japanese.
+    expect(panel.locator(".dp-title")).to_have_text(ja["title"])
+    expect(panel.locator(".dp-input")).to_have_attribute("placeholder", ja["placeholder"])
     expect(panel.get_by_role("button", name="閉じる")).to_be_visible()
     expect(panel.get_by_role("button", name="送信")).to_be_visible()
     expect(panel).to_contain_text("質問にパスワードやキーを貼り付けないでください。")
     # No runtime on this file server: the widget says, in Japanese, that it answers here.
-    ja = json.loads((I18N / "ja.json").read_text(encoding="utf-8"))
     expect(panel.locator(".dp-notice")).to_have_text(ja["static_fallback"])
     page.keyboard.press("Escape")
     expect(panel).to_be_hidden()

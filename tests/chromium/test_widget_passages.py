@@ -3,7 +3,8 @@ naming its page and section."""
 
 from __future__ import annotations
 
-from browsing import Reader
+from browsing import Reader, result, serve_answer
+from docpilot_runtime.reply.passages import passages_blocks
 from docpilot_runtime.shared.framing import ENGLISH
 from playwright.sync_api import expect
 
@@ -25,9 +26,7 @@ def test_passages_are_quoted_excerpts_naming_page_and_section(reader: Reader) ->
     # One line saying these are quotes, then nothing but quotes: no sentence of the
     # answer is the assistant's own.
     expect(body.locator(":scope > :first-child")).to_have_text(ENGLISH.passages)
-    assert body.evaluate(
-        "(b) => [...b.children].slice(1).every((c) => c.tagName === 'BLOCKQUOTE')"
-    )
+    assert body.evaluate("(b) => [...b.children].slice(1).every((c) => c.tagName === 'BLOCKQUOTE')")
     labels = quotes.locator("p:first-child > strong").all_text_contents()
     assert len(labels) == quotes.count()
     assert any(" › " in label for label in labels), labels
@@ -40,3 +39,37 @@ def test_passages_are_quoted_excerpts_naming_page_and_section(reader: Reader) ->
     assert refusal.get_attribute("data-kind") == "refusal"
     refusal.scroll_into_view_if_needed()
     reader.screenshot("refusal")
+
+
+class _Unit:
+    """A section as `passages_blocks` reads it (the bundle's unit fields it uses)."""
+
+    title = "exclude"
+    breadcrumb = ("Plugin configuration",)
+    text = "Set `exclude` in the plugin's options, for example `drafts/*`, to leave pages out."
+
+
+def test_inline_code_in_a_quoted_passage_is_drawn_as_code(reader: Reader) -> None:
+    page = reader.page
+    blocks = passages_blocks("How do I exclude pages?", [_Unit()])
+    citation = {
+        "n": 1,
+        "id": "/reference/plugin-configuration/#exclude",
+        "url": "/reference/plugin-configuration/#exclude",
+        "title": "exclude",
+        "page_title": "Plugin configuration",
+        "excerpt": "Set `exclude` in the plugin's options.",
+    }
+    serve_answer(page, result(kind="passages", markdown="-", blocks=blocks, citations=[citation]))
+    page.goto("/")
+    reader.open_panel()
+    reader.ask("How do I exclude pages?")
+    body = reader.wait_answer()
+    code = body.locator("blockquote p code")
+    expect(code).to_have_text(["exclude", "drafts/*"])
+    style = code.first.evaluate(
+        "(c) => { const s = getComputedStyle(c); return [s.fontFamily, s.backgroundColor]; }"
+    )
+    assert "mono" in style[0].lower() and style[1] != "rgba(0, 0, 0, 0)", style
+    # The source's preview shows it as code too.
+    expect(page.locator(".dp-cites .dp-preview code")).to_have_text("exclude")

@@ -6,16 +6,24 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-BUDGET = 15_000  # bytes, gzip -9
+# Bytes, gzip -9. 15,000 until issue 24's round, which the issue allows to exceed when the
+# extra bytes are accounted for: about 1.1 KB for the reader-facing states (rate cap with its
+# countdown, slow, stopped, stalled, offline), the entry points (search hand-off, ask about
+# and copy this page, the AI label and its report path), the skip link, clean Markdown for
+# Copy answer, and table drawing (13.6 KB before it, 16.1 KB after).
+BUDGET = 16_500
 
 
-def test_the_built_widget_script_and_stylesheet_stay_within_15_kb_gzipped(
+def test_the_built_widget_script_and_stylesheet_stay_within_the_budget_gzipped(
     example_site: Path,
 ) -> None:
     folder = example_site / "docpilot"
     files = [folder / "docpilot.js", folder / "docpilot.css"]
     size = sum(len(gzip.compress(f.read_bytes(), 9)) for f in files)
     assert size <= BUDGET, f"{size} bytes gzipped, over the {BUDGET}-byte budget"
-    source = sum(len((Path(__file__).parents[2] / "widget" / f.name).read_bytes()) for f in files)
+    widget = Path(__file__).parents[2] / "widget"
+    source = sum(
+        len(f.read_bytes()) for f in [*(widget / "src").glob("*.js"), widget / "docpilot.css"]
+    )
     built = sum(len(f.read_bytes()) for f in files)
     assert built < source * 0.8, "the build copied the widget without minifying it"

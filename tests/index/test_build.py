@@ -20,6 +20,7 @@ from docpilot_runtime.embedders import load_embedder
 from docpilot_runtime.index.build import BuildError, collect_pages, index_site
 from docpilot_runtime.settings.embedder import EmbedderSpec
 from docpilot_runtime.settings.index import IndexOptions
+from shared_builds import SharedSite
 
 PAGES = {
     "index.md": "# Welcome\n\nThe product overview. It explains the widget.\n\n## Install\n\npip install it.\n",
@@ -43,10 +44,9 @@ PAGES = {
 
 
 
-def test_plugin_build_writes_units_on_real_anchors(make_site: SiteFactory) -> None:
-    config = make_site(PAGES, plugin={"exclude": ["drafts/*"]})
-    result = mkdocs_build(config)
-    site = config.parent / "site"
+def test_plugin_build_writes_units_on_real_anchors(shared_site: SharedSite) -> None:
+    result = shared_site(PAGES, plugin={"exclude": ["drafts/*"]})
+    site = result.site
     assert_units_land_on_real_anchors(site)
     bundle = load_bundle(site)
     urls = {u.url for u in bundle.units}
@@ -57,10 +57,8 @@ def test_plugin_build_writes_units_on_real_anchors(make_site: SiteFactory) -> No
     assert "docpilot: " in result.stderr and "units from" in result.stderr
 
 
-def test_repeated_changelog_headings_get_distinct_ids(make_site: SiteFactory) -> None:
-    config = make_site(PAGES)
-    mkdocs_build(config)
-    bundle = load_bundle(config.parent / "site")
+def test_repeated_changelog_headings_get_distinct_ids(shared_site: SharedSite) -> None:
+    bundle = load_bundle(shared_site(PAGES).site)
     fixed = [u for u in bundle.units if u.title == "Fixed"]
     assert len(fixed) == 2
     assert len({u.id for u in fixed}) == 2
@@ -68,10 +66,8 @@ def test_repeated_changelog_headings_get_distinct_ids(make_site: SiteFactory) ->
     assert fixed[1].breadcrumb == ("Changelog", "1.0")
 
 
-def test_breadcrumb_is_prefixed_to_the_embedded_text(make_site: SiteFactory) -> None:
-    config = make_site(PAGES)
-    mkdocs_build(config)
-    bundle = load_bundle(config.parent / "site")
+def test_breadcrumb_is_prefixed_to_the_embedded_text(shared_site: SharedSite) -> None:
+    bundle = load_bundle(shared_site(PAGES).site)
     unit = next(u for u in bundle.units if u.title == "Edge cases & errors")
     assert unit.breadcrumb == ("Guide",)
     assert "```python\nclient.refresh()\n```" in unit.text
@@ -140,10 +136,8 @@ def test_default_build_makes_no_network_connection(make_site: SiteFactory, tmp_p
     assert_units_land_on_real_anchors(site)  # .html urls without directory urls
 
 
-def test_docpilot_index_cli_honours_noindex_meta(make_site: SiteFactory, tmp_path: Path) -> None:
-    config = make_site(PAGES, plugin={"enabled": False})
-    mkdocs_build(config)
-    site = config.parent / "site"
+def test_docpilot_index_cli_honours_noindex_meta(shared_site: SharedSite, tmp_path: Path) -> None:
+    site = shared_site(PAGES, plugin={"enabled": False}).copy_to(tmp_path / "site")
     assert not bundle_path(site).exists()
     (site / "hidden.html").write_text(
         '<html><head><meta name="docpilot" content="noindex"><title>H</title></head>'
@@ -193,11 +187,9 @@ def test_docpilot_index_cli_honours_noindex_meta(make_site: SiteFactory, tmp_pat
 
 
 def test_vector_width_mismatch_stops_the_build_and_keeps_the_old_bundle(
-    make_site: SiteFactory, tmp_path: Path
+    shared_site: SharedSite, tmp_path: Path
 ) -> None:
-    config = make_site(PAGES, plugin={"enabled": False})
-    mkdocs_build(config)
-    site = config.parent / "site"
+    site = shared_site(PAGES, plugin={"enabled": False}).copy_to(tmp_path / "site")
     options = IndexOptions(cache_dir=str(tmp_path / "c"))
     index_site(site, options)
     before = bundle_path(site).read_bytes()
@@ -220,10 +212,8 @@ def test_vector_width_mismatch_stops_the_build_and_keeps_the_old_bundle(
     assert not [p for p in bundle_path(site).parent.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_corrupt_cache_is_rebuilt_with_a_warning(make_site: SiteFactory, tmp_path: Path) -> None:
-    config = make_site(PAGES, plugin={"enabled": False})
-    mkdocs_build(config)
-    site = config.parent / "site"
+def test_corrupt_cache_is_rebuilt_with_a_warning(shared_site: SharedSite, tmp_path: Path) -> None:
+    site = shared_site(PAGES, plugin={"enabled": False}).copy_to(tmp_path / "site")
     options = IndexOptions(cache_dir=str(tmp_path / "c"))
     first = index_site(site, options)
     for cache_file in (tmp_path / "c").iterdir():
@@ -251,10 +241,8 @@ def test_bundle_dir_blocked_by_a_file_is_a_clear_error(tmp_path: Path) -> None:
         index_site(site, IndexOptions(embedder=EmbedderSpec(name="none")))
 
 
-def test_lexical_only_bundle_has_no_vectors(make_site: SiteFactory) -> None:
-    config = make_site(PAGES, plugin={"embedder": "none"})
-    mkdocs_build(config)
-    bundle = load_bundle(config.parent / "site")
+def test_lexical_only_bundle_has_no_vectors(shared_site: SharedSite) -> None:
+    bundle = load_bundle(shared_site(PAGES, plugin={"embedder": "none"}).site)
     assert bundle.embedder is None and bundle.vectors is None
     assert bundle.lexical.count == len(bundle.units) > 0
 

@@ -34,13 +34,16 @@ def _html_ids(site: Path, path: str) -> set[str]:
 def _unresolved(site: Path, urls: list[str]) -> list[str]:
     """Every url whose page is not built or whose anchor is not an id in that page."""
     bad = []
+    ids: dict[str, set[str]] = {}  # each page read once, not once per link to it
     for url in urls:
         path, _, anchor = url.partition("#")
         if path == "/llms-full.txt":
             ok = (site / "llms-full.txt").is_file()
         else:
             try:
-                ok = not anchor or unquote(anchor) in _html_ids(site, path)
+                if path not in ids:
+                    ids[path] = _html_ids(site, path)
+                ok = not anchor or unquote(anchor) in ids[path]
             except FileNotFoundError:
                 ok = False
         if not ok:

@@ -23,7 +23,8 @@ from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.turn import Runtime, load_runtime
 from i18n_sites import _site as i18n_site
 from servers.static_host import StaticHost
-from versioned_sites import QUESTION, V1, git, mike  # module fixture (mike)
+from versioned_sites import QUESTION, V1, git, mike
+from versioned_sites import versioned_site as versioned_site  # module fixture (mike)
 
 
 def ask(runtime: Runtime, page: str) -> tuple[str, list[str], str]:

@@ -14,12 +14,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from corpora import ROOT, mkdocs_build, reduced_config
+from corpora import ROOT
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.evaluate.questions import load_questions
 from docpilot_runtime.index.calibrate import covered_probes, salad_probes
 from docpilot_runtime.index.probes import OFF_TOPIC
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
+from shared_builds import SiteBuilds, reduced_site
 
 DEVSETS = ROOT / "benchmarks" / "devsets"
 OUTSIDE = ("httpx", "starlette", "uvicorn")
@@ -66,13 +67,11 @@ def test_variant_rule_catches_one_replaced_word_and_nothing_more() -> None:
 
 
 @pytest.fixture(scope="module")
-def corpus_sites(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def corpus_sites(example_site: Path, site_builds: SiteBuilds) -> dict[str, Path]:
     sites = {"example-site": example_site}
     for corpus in OUTSIDE:
-        work = tmp_path_factory.mktemp(corpus)
         source = ROOT / "benchmarks" / "corpora" / corpus
-        mkdocs_build(reduced_config(source, work, {"embedder": "none", "cache_dir": str(work)}))
-        sites[corpus] = work / "site"
+        sites[corpus] = reduced_site(site_builds, source, {"embedder": "none"})
     return sites
 
 

@@ -15,19 +15,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from corpora import ROOT, mkdocs_build, reduced_config
+from corpora import ROOT
 from docpilot_runtime.evaluate.questions import EvalQuestion, load_questions
 from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime
+from shared_builds import SiteBuilds, reduced_site
 
 TUNE = ROOT / "benchmarks" / "devsets" / "httpx" / "tune.jsonl"
 
 
 @pytest.fixture(scope="module")
-def httpx_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("httpx")
-    source = ROOT / "benchmarks" / "corpora" / "httpx"
-    mkdocs_build(reduced_config(source, work, {"cache_dir": str(work / "cache")}))
-    return work / "site"
+def httpx_site(site_builds: SiteBuilds) -> Path:
+    return reduced_site(site_builds, ROOT / "benchmarks" / "corpora" / "httpx")
 
 
 def _tune(*kinds: str) -> list[EvalQuestion]:

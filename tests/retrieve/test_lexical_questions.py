@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from corpora import ROOT, mkdocs_build, reduced_config
+from corpora import ROOT
 from docpilot_runtime.bundle.schema import UnitRecord
 from docpilot_runtime.evaluate.figures import ranked_pages
 from docpilot_runtime.evaluate.questions import load_questions
@@ -25,26 +25,20 @@ from docpilot_runtime.retrieve.search import Searcher
 from docpilot_runtime.retrieve.tokenize import FUNCTION_WORDS, search_terms
 from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.turn import load_runtime
+from shared_builds import SiteBuilds, reduced_site
 
 CORPORA = ROOT / "benchmarks" / "corpora"
 DEVSETS = ROOT / "benchmarks" / "devsets"
 
 
-def _lexical_build(corpus: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp(corpus)
-    options = {"embedder": "none", "cache_dir": str(work / "c")}
-    mkdocs_build(reduced_config(CORPORA / corpus, work, options))
-    return work / "site"
+@pytest.fixture(scope="module")
+def uvicorn_site(site_builds: SiteBuilds) -> Path:
+    return reduced_site(site_builds, CORPORA / "uvicorn", {"embedder": "none"})
 
 
 @pytest.fixture(scope="module")
-def uvicorn_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _lexical_build("uvicorn", tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def httpx_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _lexical_build("httpx", tmp_path_factory)
+def httpx_site(site_builds: SiteBuilds) -> Path:
+    return reduced_site(site_builds, CORPORA / "httpx", {"embedder": "none"})
 
 
 def _question(start: str, corpus: str = "uvicorn") -> tuple[str, str, tuple[str, ...]]:

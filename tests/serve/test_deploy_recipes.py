@@ -31,6 +31,7 @@ import pytest
 import yaml
 from corpora import EXAMPLE_SITE, ROOT
 from fresh_install import FreshSite, fresh_site
+from install_lines import stand_in
 from servers.processes import free_port
 
 __all__ = ["fresh_site"]
@@ -56,6 +57,12 @@ def _shims(fresh: FreshSite, where: Path) -> Path:
     )
     pip.chmod(0o755)
     return shims
+
+
+def _wheel(fresh: FreshSite) -> Path:
+    """The wheel the fresh venv was installed from (fresh_install builds it)."""
+    (wheel,) = (fresh.venv.parent / "wheels").glob("mkdocs_docpilot-*.whl")
+    return wheel
 
 
 def _env(fresh: FreshSite, shims: Path, **extra: str) -> dict[str, str]:
@@ -132,7 +139,8 @@ def test_github_pages_workflow_builds_static_mode_and_caches_the_embeddings(
     ]
     for step in steps:
         if "run" in step:
-            _run(step["run"], workspace, env)
+            # The repository (`git+` lines) is this session's wheel: no host reached.
+            _run(stand_in(step["run"], _wheel(fresh_site)), workspace, env)
     (cache_step,) = [s for s in steps if s.get("uses", "").startswith("actions/cache")]
     cached = workspace / cache_step["with"]["path"]
     # What the workflow caches is where the build wrote its embeddings.
@@ -175,6 +183,12 @@ def test_dockerfile_builds_and_serves_as_a_non_root_user_with_a_healthcheck(
     env = _env(fresh_site, _shims(fresh_site, tmp_path), HOME=f"{root}/root")
     env.pop("XDG_CACHE_HOME")  # a container has none: the cache goes under $HOME/.cache
     ignored = (EXAMPLE_SITE / ".dockerignore").read_text(encoding="utf-8").split()
+    # The build context: the docs project as .dockerignore leaves it, plus the wheels/
+    # folder the Dockerfile installs DocPilot from (this session's wheel).
+    context = tmp_path / "context"
+    shutil.copytree(EXAMPLE_SITE, context,
+                    ignore=shutil.ignore_patterns(*[p.rstrip("/") for p in ignored]))
+    shutil.copytree(_wheel(fresh_site).parent, context / "wheels")
     workdir, user, stages, cache_targets = root, "root", [], []
     healthcheck: list[str] = []
     command: list[str] = []
@@ -186,17 +200,10 @@ def test_dockerfile_builds_and_serves_as_a_non_root_user_with_a_healthcheck(
             workdir.mkdir(parents=True, exist_ok=True)
         elif op == "COPY":
             parts = args.split()
-            if parts[0].startswith("--from="):
-                shutil.copytree(host(parts[1]), host(parts[2]))
-            else:
-                assert parts == [".", "."], parts
-                patterns = [p.rstrip("/") for p in ignored]
-                shutil.copytree(
-                    EXAMPLE_SITE,
-                    workdir,
-                    dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns(*patterns),
-                )
+            source = Path(host(parts[1])) if parts[0].startswith("--from=") else context / parts[0]
+            target = workdir / host(parts[-1])  # relative to WORKDIR unless absolute
+            assert len(parts) == (3 if parts[0].startswith("--from=") else 2), parts
+            shutil.copytree(source, target, dirs_exist_ok=True)
         elif op == "RUN":
             mount = re.match(r"--mount=type=cache,target=(\S+)\s+", args)
             if mount:
@@ -207,7 +214,7 @@ def test_dockerfile_builds_and_serves_as_a_non_root_user_with_a_healthcheck(
                 name = shlex.split(args)[-1]
                 assert "--uid" in args and name != "root"
                 continue
-            _run(host(args), workdir, env)
+            _run(stand_in(host(args), _wheel(fresh_site)), workdir, env)
         elif op == "USER":
             user = args
         elif op == "HEALTHCHECK":
@@ -279,7 +286,7 @@ def test_python_workers_entry_answers_under_pyodide(example_site: Path, tmp_path
     worker = tmp_path / "worker"
     shutil.copytree(DEPLOY / "cloudflare", worker)
     _run(f"bash {worker / 'prepare.sh'} {example_site}", tmp_path, {"PATH": "/usr/bin:/bin"})
-    assert (worker / "src" / "docpilot_runtime" / "browser.py").is_file()
+    assert (worker / "src" / "docpilot_runtime" / "browser" / "worker.py").is_file()
     config = (worker / "wrangler.toml").read_text(encoding="utf-8")
     assert 'main = "src/entry.py"' in config and '"python_workers"' in config
     requests = [

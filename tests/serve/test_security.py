@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import logging
+import shutil
 import signal
 import socket
 import subprocess
@@ -17,14 +18,14 @@ from typing import Any
 
 import httpx
 import pytest
-from docpilot_runtime.serve.app import build_app
+from docpilot_runtime.serve.app import build_app, create_app
 from docpilot_runtime.serve.security_headers import API_POLICY
 from docpilot_runtime.serve.server import AccessLogWithoutQuery, RedactCredentials, redact
 from docpilot_runtime.settings.headers import HeaderSettings
 from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings, SettingsError, load_settings
 from docpilot_runtime.turn import Runtime, load_runtime
-from servers.runtime import RunningServer, serve_app
+from servers.runtime import RunningServer, example_settings, serve_app
 from servers.runtime import example_server as example_server  # session fixture
 
 # An AWS-shaped pair no vendor published (the detector exempts the documented examples).
@@ -108,24 +109,23 @@ def test_bad_header_settings_name_the_file_and_table(tmp_path: Path, body: str) 
 
 
 @pytest.fixture(scope="module")
-def planted(example_site: Path) -> Iterator[Path]:
-    """Files an unwary deploy leaves in (and next to) the site dir, removed afterwards."""
+def planted(example_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """A copy of example-site with files an unwary deploy leaves in (and next to) the site
+    dir, served as `example_server` serves example-site (whose build other tests share)."""
+    site = tmp_path_factory.mktemp("planted") / "site"
+    shutil.copytree(example_site, site, symlinks=True)
     made = [
-        example_site / ".env",
-        example_site / ".git" / "config",
-        example_site / "docpilot" / ".secret.swp",
-        example_site.parent / "outside.txt",
+        site / ".env",
+        site / ".git" / "config",
+        site / "docpilot" / ".secret.swp",
+        site.parent / "outside.txt",
     ]
     for path in made:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"TOKEN={SECRET}\n", encoding="utf-8")
-    link = example_site / "linked.txt"
-    link.symlink_to(example_site.parent / "outside.txt")
-    yield example_site
-    link.unlink()
-    for path in made:
-        path.unlink()
-    (example_site / ".git").rmdir()
+    (site / "linked.txt").symlink_to(site.parent / "outside.txt")
+    with serve_app(create_app(site, example_settings())) as running:
+        yield running
 
 
 @pytest.mark.parametrize(
@@ -144,17 +144,15 @@ def planted(example_site: Path) -> Iterator[Path]:
         "/linked.txt",
     ],
 )
-def test_dotfiles_and_paths_outside_the_site_are_404(
-    planted: Path, example_server: RunningServer, path: str
-) -> None:
-    assert raw_get(example_server.base_url, path) == 404
+def test_dotfiles_and_paths_outside_the_site_are_404(planted: RunningServer, path: str) -> None:
+    assert raw_get(planted.base_url, path) == 404
 
 
 def test_the_site_itself_is_still_served_next_to_the_planted_files(
-    planted: Path, example_server: RunningServer
+    planted: RunningServer,
 ) -> None:
-    assert raw_get(example_server.base_url, "/") == 200
-    assert raw_get(example_server.base_url, "/docpilot/docpilot.js") == 200
+    assert raw_get(planted.base_url, "/") == 200
+    assert raw_get(planted.base_url, "/docpilot/docpilot.js") == 200
 
 
 # ---------------------------------------------------------------------- failures

@@ -269,9 +269,9 @@ def test_mkdocs_config_options_and_defaults_are_the_schemas() -> None:
 
 
 def test_widget_js_defaults_are_the_schemas() -> None:
-    script = (ROOT / "widget" / "docpilot.js").read_text(encoding="utf-8")
+    script = (ROOT / "widget" / "src" / "config.js").read_text(encoding="utf-8")
     block = re.search(r"^const DEFAULTS = (\{.*?\});$", script, re.S | re.M)
-    assert block is not None, "docpilot.js lost its DEFAULTS block"
+    assert block is not None, "widget/src/config.js lost its DEFAULTS block"
     schema = {k: (list(v) if isinstance(v, tuple) else v) for k, v in WIDGET.defaults().items()}
     del schema["widget"]  # the build's switch; never sent to the page
     assert json.loads(block.group(1)) == schema

@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
                          help="hash the cached GGUF again instead of trusting its stamp")
     run = sub.choices["start"]
     run.add_argument("--ctx", type=int, default=4096, help="context size in tokens")
-    run.add_argument("--threads", type=int, default=2)
+    run.add_argument("--threads", type=int, default=1,
+                     help="1 on a busy machine: 2 threads collapse when other work runs")
     run.add_argument("--parallel", type=int, default=1, help="slots (each gets ctx/parallel)")
     run.add_argument("--port", type=int, default=0, help="0: a free loopback port")
     for name in ("start", "stop", "status"):

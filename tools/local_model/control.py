@@ -81,6 +81,7 @@ def _healthy(base_url: str) -> bool:
 
 def status(state: Path) -> Running | None:
     """The engine this state file records, if it still runs; a stale file is removed."""
+    state = state.resolve()  # the engine's command line names the absolute path
     try:
         data = json.loads(state.read_text(encoding="utf-8"))
         running = Running(int(data["pid"]), str(data["base_url"]), str(data["model"]),
@@ -97,7 +98,7 @@ def start(
     state: Path,
     model_key: str,
     ctx: int = 4096,
-    threads: int = 2,
+    threads: int = 1,
     parallel: int = 1,
     port: int = 0,
     timeout: float = START_TIMEOUT,

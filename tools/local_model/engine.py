@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--state", required=True, help="the state file (names this process)")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ctx", type=int, default=4096)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--sse-ping", type=int, default=30, help="seconds (llama-server's 30)")
     args = parser.parse_args()

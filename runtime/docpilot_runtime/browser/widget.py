@@ -18,6 +18,7 @@ from typing import Any
 import rcssmin
 import rjsmin
 
+from docpilot_runtime.browser.widget_assembly import ENTRY, assemble_widget
 from docpilot_runtime.bundle.schema import Bundle
 from docpilot_runtime.settings.keys import OptionsError
 from docpilot_runtime.settings.widget import WidgetOptions
@@ -36,10 +37,10 @@ def widget_source() -> Path:
     them as `docpilot_runtime/widget/`), else the source tree's `widget/` (editable install)."""
     package = Path(__file__).resolve().parent.parent
     for folder in (package / "widget", package.parent.parent / "widget"):
-        if (folder / WIDGET_SCRIPT).is_file():
+        if (folder / "src" / ENTRY).is_file():
             return folder
     raise OptionsError(
-        f"the widget files are missing (looked for {WIDGET_SCRIPT} "
+        f"the widget files are missing (looked for src/{ENTRY} "
         f"in {package / 'widget'} and {package.parent.parent / 'widget'})"
     )
 
@@ -86,6 +87,10 @@ def widget_config(
         "language": language,
         "strings": widget_strings(language, options.strings, where),
         "pyodide_url": options.pyodide_url,
+        "search_handoff": options.search_handoff,
+        "ask_about_page": options.ask_about_page,
+        "copy_page": options.copy_page,
+        "ai_notice": options.ai_notice,
         "actions": action_urls,
     }
 
@@ -117,16 +122,17 @@ def inject(html: str, tags: str) -> str:
 
 # Minified as they are copied: every page loads them, and the build must not need Node.
 _MINIFIERS: dict[str, Callable[[str], str]] = {
-    WIDGET_SCRIPT: lambda text: rjsmin.jsmin(text),
     "docpilot.css": lambda text: rcssmin.cssmin(text),
 }
 
 
 def copy_widget(site_dir: Path) -> None:
-    """Copy the widget's files (script, stylesheet, worker, strings) into `site/docpilot/`,
-    the script and stylesheet minified."""
+    """Write the widget's files into `site/docpilot/`: the script joined from `src/` and
+    minified, the stylesheet minified, the worker and strings as they are."""
     target = site_dir / WIDGET_DIR
     target.mkdir(parents=True, exist_ok=True)
+    script = rjsmin.jsmin(assemble_widget(widget_source() / "src"))
+    (target / WIDGET_SCRIPT).write_text(script, encoding="utf-8")
     for path in sorted(widget_source().iterdir()):
         if not path.is_file() or path.name.startswith((".", "_")):
             continue

@@ -212,8 +212,8 @@ WIDGET = Table(
     (
         Key("widget", "bool", True, "inject the chat widget into pages; `false` writes the bundle only"),
         Key("endpoint", "str", "", "where the widget sends questions: `\"\"` = same origin, a runtime's URL, or `browser` (static mode, no server)", prefixes=HTTP, literals=("browser",)),
-        Key("title", "str", "Ask the docs", "the panel's heading"),
-        Key("placeholder", "str", "Ask a question about these docs", "the hint in the question box"),
+        Key("title", "str", "", "the panel's heading", default_doc="the widget's strings in the site's language (`Ask the docs` in English)"),
+        Key("placeholder", "str", "", "the hint in the question box", default_doc="the widget's strings in the site's language (`Ask a question about these docs` in English)"),
         Key("position", "str", "bottom-right", "launcher corner", choices=("bottom-right", "bottom-left")),
         Key("suggested_questions", "strings", (), "buttons in an empty panel"),
         Key("support_url", "str", "", "handoff link shown on refusals", prefixes=(*HTTP, "mailto:", "/")),
@@ -223,6 +223,10 @@ WIDGET = Table(
         Key("language", "str", "", "language of the widget's own strings", default_doc="`theme.language` (plugin) or the first page's `lang`, else `en`"),
         Key("strings", "str-table", {}, "replace individual interface strings"),
         Key("pyodide_url", "str", "", "load Pyodide from another address instead of copying it into `site/`", prefixes=(*HTTP, "/")),
+        Key("search_handoff", "bool", True, "an \"Ask\" entry in the theme's search results (Material, `mkdocs`, `readthedocs`) that opens the panel with the query as an editable draft; a query of one to three words waits for the reader to send it"),
+        Key("ask_about_page", "bool", True, "an \"Ask about this page\" button in the panel that starts a question naming the page"),
+        Key("copy_page", "bool", True, "a \"Copy this page as Markdown\" button in the panel: the page's `index.md` copy where `markdown_pages` wrote one, else the page's text as rendered"),
+        Key("ai_notice", "bool", True, "label a model's answer \"AI answer\" with a one-line disclaimer, and offer \"Report a wrong answer\" (a \"Not helpful\" rating with \"Incorrect\", stored with the other feedback)"),
     ),
 )
 

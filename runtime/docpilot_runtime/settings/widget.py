@@ -33,6 +33,10 @@ class WidgetOptions:
     language: str = _DEFAULTS["language"]  # "" = the theme's language, else English
     strings: Mapping[str, str] = field(default_factory=dict)
     pyodide_url: str = _DEFAULTS["pyodide_url"]
+    search_handoff: bool = _DEFAULTS["search_handoff"]
+    ask_about_page: bool = _DEFAULTS["ask_about_page"]
+    copy_page: bool = _DEFAULTS["copy_page"]
+    ai_notice: bool = _DEFAULTS["ai_notice"]
 
     @property
     def static_mode(self) -> bool:
