@@ -32,6 +32,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import math
 import os
 import sys
 import tempfile
@@ -41,6 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 from common import tree_state
 
 HERE = Path(__file__).resolve().parent
@@ -201,10 +203,65 @@ def rewrite_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def question_sets(split: str, rewrite: bool) -> list[tuple[str, list[EvalQuestion]]]:
+def wilson(hits: int, count: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of hits/count: a subset's share with its uncertainty."""
+    if not count:
+        return (0.0, 1.0)
+    share = hits / count
+    centre = (share + z * z / (2 * count)) / (1 + z * z / count)
+    half = z * math.sqrt(share * (1 - share) / count + z * z / (4 * count * count)) / (1 + z * z / count)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def goal_lines(questions: Sequence[EvalQuestion], turns: Sequence[Any]) -> str:
+    """Issue 22's goals with their intervals: covered turns ending as a supported cited
+    answer (goal >= 0.85), uncovered ones (near_miss, unrelated) refused (goal >= 0.90)."""
+    covered = [t for q, t in zip(questions, turns, strict=True) if q.kind == "answerable"]
+    uncovered = [t for q, t in zip(questions, turns, strict=True)
+                 if q.kind in ("near_miss", "unrelated")]
+    lines = []
+    for label, group, hit in (
+        ("covered: supported cited answer", covered, lambda t: t.ended == "answer" and t.supported),
+        ("covered: cited answer", covered, lambda t: t.ended == "answer"),
+        ("uncovered: refused", uncovered, lambda t: t.ended in ("gate", "after_model")),
+    ):
+        hits = sum(1 for t in group if hit(t))
+        low, high = wilson(hits, len(group))
+        lines.append(f"- {label}: {hits}/{len(group)} (95 % Wilson {low:.2f}–{high:.2f})")
+    return "\n".join(lines)
+
+
+def speed(base_url: str) -> str:
+    """llama-server's own timings for one fixed request: prompt and generation tokens/s."""
+    text = " ".join(f"Line {i}: the server listens on port {8000 + i}." for i in range(30))
+    reply = httpx.post(f"{base_url}/chat/completions", timeout=600, json={
+        "messages": [{"role": "user", "content": f"{text}\nSummarise these lines."}],
+        "max_tokens": 48, "temperature": 0, "seed": 1,
+    }).json()
+    timings = reply["timings"]
+    return (f"speed: prompt {timings['prompt_n']} tokens at {timings['prompt_per_second']:.1f} "
+            f"tok/s, generation {timings['predicted_n']} tokens at "
+            f"{timings['predicted_per_second']:.1f} tok/s (load {load()})")
+
+
+def per_kind(questions: list[EvalQuestion], limit: int, kinds: Sequence[str]) -> list[EvalQuestion]:
+    """The first ``limit`` questions (0: all) of each kind in ``kinds``, in file order: a
+    time-boxed run still covers every kind."""
+    seen: dict[str, int] = {}
+    chosen = []
+    for question in questions:
+        if question.kind in kinds and (not limit or seen.get(question.kind, 0) < limit):
+            seen[question.kind] = seen.get(question.kind, 0) + 1
+            chosen.append(question)
+    return chosen
+
+
+def question_sets(
+    split: str, rewrite: bool, limit: int = 0, kinds: Sequence[str] = ANSWER_KINDS
+) -> list[tuple[str, list[EvalQuestion]]]:
     example = load_questions(DEVSETS / "example-site" / f"{split}.jsonl")
     if not rewrite:
-        return [("example-site", [q for q in example if q.kind in ANSWER_KINDS])]
+        return [("example-site", per_kind(example, limit, kinds))]
     follow = [q for q in example if q.kind.startswith("followup") or q.kind == "after_refusal"]
     return [
         ("followups", load_questions(DEVSETS / "followups" / "example-site" / f"{split}.jsonl")),
@@ -225,8 +282,10 @@ def run_model(model: str, site: Path, args: argparse.Namespace, log: Any) -> lis
         try:
             settings = provider(running.base_url, model, args)
             runtime = runtime_for(site, settings)
-            for name, questions in question_sets(args.split, args.rewrite):
-                questions = questions[: args.limit] if args.limit else questions
+            for name, questions in question_sets(args.split, args.rewrite, args.limit,
+                                                 args.kinds.split(",")):
+                if args.rewrite and args.limit:
+                    questions = questions[: args.limit]
                 if args.rewrite:
                     rows = asyncio.run(rewrite_rows(runtime, questions, log))
                     out.append(f"\n#### {model} · {name} · {args.split} half "
@@ -236,7 +295,9 @@ def run_model(model: str, site: Path, args: argparse.Namespace, log: Any) -> lis
                 figures = summarise_model(questions, turns)
                 out.append(f"\n#### {model} · {name} · {args.split} half · profile "
                            f"{args.profile}{' structured' if args.structured else ''} "
-                           f"(load {load()})\n\n{format_model_figures(figures)}")
+                           f"(load {load()})\n\n{format_model_figures(figures)}\n\n"
+                           f"{goal_lines(questions, turns)}")
+            out.append(speed(running.base_url))
         finally:
             stop(state)
     return out
@@ -257,7 +318,8 @@ def table_from_logs(paths: Sequence[Path]) -> None:
                                           tuple(row["expect_pages"])))
             turns.append(ModelTurn(**row["turn"]))
     for model, (questions, turns) in by_model.items():
-        print(f"\n#### {model}\n\n{format_model_figures(summarise_model(questions, turns))}")
+        print(f"\n#### {model}\n\n{format_model_figures(summarise_model(questions, turns))}"
+              f"\n\n{goal_lines(questions, turns)}")
 
 
 def smoke() -> None:
@@ -276,6 +338,7 @@ def smoke() -> None:
                 turns = asyncio.run(answer_turns(runtime, questions, "scripted", log))
                 rows = asyncio.run(rewrite_rows(runtime, questions, log))
         print(format_model_figures(summarise_model(questions, turns)))
+        print(goal_lines(questions, turns))
         print()
         print(rewrite_table(rows))
 
@@ -292,7 +355,10 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ctx", type=int, default=4096)
-    parser.add_argument("--limit", type=int, default=0, help="first N questions of each set")
+    parser.add_argument("--limit", type=int, default=0,
+                        help="first N questions of each kind (with --rewrite: of each set)")
+    parser.add_argument("--kinds", default=",".join(ANSWER_KINDS),
+                        help="the kinds to run, comma-separated")
     parser.add_argument("--rewrite", action="store_true", help="measure question rewriting")
     parser.add_argument("--log", type=Path, default=HERE / "out" / "answers.jsonl")
     parser.add_argument("--table", type=Path, nargs="+", metavar="LOG")

@@ -35,6 +35,10 @@ SCRIPTS = {
 LLAMA_CHUNK_KEYS = {"choices", "created", "id", "model", "system_fingerprint", "object"}
 LLAMA_ROLE_DELTA = {"role": "assistant", "content": None}
 LLAMA_OVERFLOW_KEYS = {"code", "message", "type", "n_prompt_tokens", "n_ctx"}
+LLAMA_TIMINGS_KEYS = {
+    "cache_n", "prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second",
+    "predicted_n", "predicted_ms", "predicted_per_token_ms", "predicted_per_second",
+}
 
 
 def sse_events(server: AnthropicServer, reply: Reply) -> list[dict[str, Any]]:
@@ -108,7 +112,7 @@ def test_the_llama_cpp_stream_has_the_real_servers_shape() -> None:
     assert set(role) == LLAMA_CHUNK_KEYS and role["choices"][0]["delta"] == LLAMA_ROLE_DELTA
     assert all(set(c) == LLAMA_CHUNK_KEYS and "logprobs" not in c["choices"][0] for c in text)
     assert finish["choices"][0] == {"finish_reason": "length", "index": 0, "delta": {}}
-    assert usage["choices"] == [] and "timings" in usage
+    assert usage["choices"] == [] and set(usage["timings"]) == LLAMA_TIMINGS_KEYS
     assert set(usage["usage"]) == {
         "completion_tokens", "prompt_tokens", "total_tokens", "prompt_tokens_details"
     }
@@ -119,7 +123,9 @@ def test_the_hosted_openai_stream_sends_its_role_chunk_before_it_waits() -> None
     with OpenAIChatServer([slow]) as server:
         lines = stream_lines(server, {})
     (at, first), (later, second) = lines[0], lines[1]
-    assert json.loads(first[6:])["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    opening = json.loads(first[6:])
+    assert opening["choices"][0]["delta"] == {"role": "assistant", "content": "", "refusal": None}
+    assert opening["service_tier"] == "default" and opening["obfuscation"]
     assert at < 0.25 <= later and "Hello" in second
 
 
@@ -149,3 +155,29 @@ def test_a_script_that_breaks_the_requested_schema_is_refused() -> None:
     with OpenAIChatServer([Reply(text="not JSON at all")], llama_cpp=True) as server:
         lines = stream_lines(server, {"response_format": spec})
     assert "breaks the response_format schema" in lines[0][1]
+
+
+def test_llama_cpp_takes_what_llama_server_takes_and_refuses_in_its_shape() -> None:
+    """llama-server needs no model, takes any role, a tool reply with no call before it
+    and an empty tools list (the hosted API refuses all four); it refuses messages that are
+    not an array, and a schema it cannot compile, with 400 and {code, message, type}."""
+    lenient = {"stream": True, "tools": [], "messages": [
+        {"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "y"},
+    ]}
+    bad_schema = {"type": "json_schema", "json_schema": {"schema": {"type": "nonsense"}}}
+    with OpenAIChatServer([Reply(text="Hello.")], llama_cpp=True) as server:
+        url = f"{server.base_url}/chat/completions"
+        taken = httpx.post(url, json=lenient)
+        not_array = httpx.post(url, json={"stream": True, "messages": "hi"})
+        no_grammar = httpx.post(url, json={
+            "stream": True, "messages": [{"role": "user", "content": "hi"}],
+            "response_format": bad_schema,
+        })
+    assert taken.status_code == 200
+    for refused in (not_array, no_grammar):
+        assert refused.status_code == 400
+        error = refused.json()["error"]
+        assert set(error) == {"code", "message", "type"}
+        assert error["code"] == 400 and error["type"] == "invalid_request_error"
+    assert not_array.json()["error"]["message"] == "Expected 'messages' to be an array"
+    assert "JSON schema error" in no_grammar.json()["error"]["message"]

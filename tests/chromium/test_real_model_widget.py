@@ -59,6 +59,7 @@ def model_server(local_model: Any, example_site: Path) -> Iterator[RunningServer
         yield up
 
 
+@pytest.mark.timeout(900)  # one real turn on a shared CPU: minutes, not the default 300 s
 def test_a_real_models_turn_reaches_the_widget_piece_by_piece_and_grounded(
     reader: Reader, model_server: RunningServer, example_site: Path
 ) -> None:

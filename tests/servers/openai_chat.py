@@ -2,7 +2,9 @@
 
 The same script as ``servers.anthropic_messages`` (`Reply`, `ToolUse`, `Fault`,
 `answer_reply`, `tool_reply`, `text_call`), served as real Chat Completions chunks:
-``data: {...}`` lines with ``choices[0].delta.content`` text in several pieces,
+``data: {...}`` lines (``service_tier`` and, unless ``stream_options.include_obfuscation``
+is false, an ``obfuscation`` padding string, as the hosted API adds them; the first delta
+carries ``refusal: null``) with ``choices[0].delta.content`` text in several pieces,
 ``delta.tool_calls`` fragments (id and name first, then the argument JSON in small
 pieces, by index), a chunk with ``finish_reason``, the usage chunk when
 ``stream_options.include_usage`` asks for it (``prompt_tokens`` including
@@ -15,7 +17,9 @@ SSE comment pings (``:``), then the role-only chunk (``content: null``) together
 first token; chunks carry no ``logprobs`` and no ``usage: null``; the usage chunk adds
 ``timings``; a prompt longer than ``n_ctx`` tokens (estimated at four characters a token)
 is refused with HTTP 400 ``exceed_context_size_error`` (its message, ``n_prompt_tokens``
-and ``n_ctx``); with ``jinja=False`` (a server started without ``--jinja``) any request
+and ``n_ctx``); requests are checked only as llama-server checks them (`check_llama_request`:
+no model needed, lenient about roles and tool pairing) and refusals carry its error shape
+(``code`` = the status, ``message``, its ``type`` names); with ``jinja=False`` (a server started without ``--jinja``) any request
 with tools is refused with HTTP 500 ``tools param requires --jinja flag``; a
 ``response_format`` schema is checked, and so is the scripted reply against it. The
 OpenAI flavour sends its role chunk (``content: ""``) at once and then waits.
@@ -122,10 +126,16 @@ class OpenAIChatServer(ScriptedServer):
         return headers.get("authorization", "").removeprefix("Bearer ")
 
     def error_answer(self, status: int, error_type: str, message: str) -> Answer:
+        if self.llama_cpp:  # llama-server's shape: the status as code, its own type names
+            error = {"code": status, "message": message,
+                     "type": LLAMA_ERROR_TYPES.get(status, error_type)}
+            return Answer(status=status, json_body={"error": error})
         error = {"message": message, "type": error_type, "param": None, "code": None}
         return Answer(status=status, json_body={"error": error})
 
     def check_request(self, request: RecordedRequest) -> str:
+        if self.llama_cpp:
+            return check_llama_request(request.body)
         return check_chat_request(request.body)
 
     def _chunk(self, number: int, body: dict[str, Any], **choice: Any) -> str:
@@ -143,15 +153,22 @@ class OpenAIChatServer(ScriptedServer):
             "object": "chat.completion.chunk",
             "created": CREATED,
             "model": body.get("model", ""),
+            "service_tier": "default",
             "system_fingerprint": "fp_scripted",
             "choices": [{"index": 0, "logprobs": None, "finish_reason": None, **choice}],
         }
         if _wants_usage(body):
             payload["usage"] = None  # as the real API: null on every chunk but the last
+        if (body.get("stream_options") or {}).get("include_obfuscation", True) is not False:
+            # Padding of random length against size side channels, on by default.
+            payload["obfuscation"] = "Qx7"[: 1 + len(json.dumps(choice)) % 3] * 2
         return _data(payload)
 
     def opening_events(self, number: int, body: dict[str, Any]) -> list[str]:
-        role = {"role": "assistant", "content": None if self.llama_cpp else ""}
+        if not self.llama_cpp:  # the hosted API's first delta also says there is no refusal
+            role = {"role": "assistant", "content": "", "refusal": None}
+            return [self._chunk(number, body, delta=role)]
+        role = {"role": "assistant", "content": None}
         return [self._chunk(number, body, delta=role)]
 
     def text_events(self, text: str, number: int, body: dict[str, Any]) -> list[str]:
@@ -210,12 +227,22 @@ class OpenAIChatServer(ScriptedServer):
             "usage": usage,
         }
         if self.llama_cpp:
+            # timings count only the prompt tokens read this time (prompt_n) beside those
+            # taken from the slot's cache (cache_n), as llama-server reports them.
+            read = reply.input_tokens + reply.cache_write_tokens
+            prompt_ms = max(1000.0 * reply.first_token_delay, 1.0)
+            predicted_ms = 100.0 * max(reply.output_tokens, 1)
             chunk["system_fingerprint"] = "b0-unknown"
             chunk["timings"] = {
-                "prompt_n": prompt,
-                "prompt_ms": 1000.0 * reply.first_token_delay,
+                "cache_n": reply.cache_read_tokens,
+                "prompt_n": read,
+                "prompt_ms": prompt_ms,
+                "prompt_per_token_ms": prompt_ms / max(read, 1),
+                "prompt_per_second": 1000.0 * read / prompt_ms,
                 "predicted_n": reply.output_tokens,
-                "predicted_ms": 100.0 * reply.output_tokens,
+                "predicted_ms": predicted_ms,
+                "predicted_per_token_ms": predicted_ms / max(reply.output_tokens, 1),
+                "predicted_per_second": 1000.0 * reply.output_tokens / predicted_ms,
             }
         else:
             usage["completion_tokens_details"] = {"reasoning_tokens": 0}
@@ -251,6 +278,38 @@ def prompt_tokens(body: dict[str, Any]) -> int:
 def _wants_usage(body: dict[str, Any]) -> bool:
     options = body.get("stream_options")
     return isinstance(options, dict) and options.get("include_usage") is True
+
+
+# The error types llama-server names per status (its error_type enum).
+LLAMA_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    500: "server_error",
+    501: "not_supported_error",
+    503: "unavailable_error",
+}
+
+
+def check_llama_request(body: dict[str, Any]) -> str:
+    """Why llama-server would refuse ``body`` with 400, or "" if it takes it. It is far
+    more lenient than the hosted API (measured on the pinned build): no model needed, any
+    role, a tool reply with no call before it, ``tools: []`` and both token limits are all
+    taken; it refuses messages that are not an array and a ``response_format`` schema it
+    cannot turn into a grammar."""
+    if body.get("stream") is not True:
+        return "this scripted server only streams: send stream: true"
+    if not isinstance(body.get("messages"), list):
+        return "Expected 'messages' to be an array"
+    spec = body.get("response_format")
+    if isinstance(spec, dict) and spec.get("type") == "json_schema":
+        schema = (spec.get("json_schema") or {}).get("schema")
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            return ("Unable to generate parser for this template. Automatic parser "
+                    f"generation failed: JSON schema error: {exc.message}")
+    return ""
 
 
 def check_chat_request(body: dict[str, Any]) -> str:
