@@ -139,8 +139,8 @@ def mkdocs_build(config: Path) -> float:
     return time.perf_counter() - began
 
 
-def build_example() -> Site:
-    work = OUT / "example"
+def build_example(work: Path = OUT / "example") -> Site:
+    """example-site built in static mode (``endpoint: browser``) in ``work``."""
     work.mkdir(parents=True, exist_ok=True)
     config = yaml.safe_load((EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8"))
     plugins = []

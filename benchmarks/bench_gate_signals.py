@@ -53,8 +53,8 @@ from docpilot_runtime.retrieve.search import Ranking, Searcher, coverage_signals
 from docpilot_runtime.retrieve.tokenize import search_term_counts, search_terms, tokenize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_lexical import CORPORA, DEVSETS, build
 from common import tree_state
+from corpus_sites import CORPORA, DEVSETS, build
 
 GATE_SIGNALS = (
     "lexical_strength",

@@ -33,8 +33,8 @@ from docpilot_runtime.retrieve.lexical import BOOSTS, LexicalDoc, build_lexical
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_lexical import CORPORA, SPLITS, build
 from common import tree_state
+from corpus_sites import CORPORA, SPLITS, build
 from devset_harness import Asked, Figures, page_rank, question_sets, searcher
 
 

@@ -52,12 +52,20 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def config_for(folder: Path, model: SlowChat, readers: int) -> Path:
+def config_for(
+    folder: Path, model: SlowChat, max_connections: int,
+    # Every reader comes from 127.0.0.1: no cap on connections per client; a loaded client
+    # may take over 10 s to reuse its connection: a longer idle time.
+    limits: str = "max_connections_per_client = 0\nrequest_head_seconds = 60\nshared = true\n",
+    extra: str = "",
+) -> Path:
+    """The runtime's settings: records in ``folder``, rate caps raised, room for
+    ``max_connections`` API requests, ``limits`` and ``extra`` lines, the scripted provider."""
     config = folder / "docpilot.toml"
     config.write_text(
         f"[records]\npath = {json.dumps(str(folder / 'records.sqlite3'))}\n"
         "[limits]\nanswers_per_minute = 1000000\nanswers_per_minute_per_client = 1000000\n"
-        f"max_connections = {readers * 2}\nshared = true\n"
+        f"max_connections = {max_connections}\n{limits}{extra}"
         f'[[providers]]\nkind = "openai"\nbase_url = "{model.base_url}"\n'
         'model = "gpt-4o-mini"\nretries = 0\nconnect_timeout = 60\n'
         "first_token_timeout = 120\nidle_timeout = 120\ntimeout = 120\n",
@@ -97,7 +105,7 @@ def main() -> None:
         total = args.turns + args.soak
         steps = [answer_reply(markdown=f"See the docs [[{cited}]].")] * total
         with SlowChat(steps, delay=args.delay) as model:
-            config = config_for(folder, model, args.readers)
+            config = config_for(folder, model, args.readers * 2)
             with ServeProcess(site, config, folder / "serve.log") as runtime:
                 pid = runtime.process.pid
                 start_rss = rss_mb(pid)

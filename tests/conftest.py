@@ -11,6 +11,7 @@ import pytest
 import yaml
 from browsing import SCREENSHOTS, is_browser_test
 from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build
+from devset_sites import BuiltSites
 from local_engine import local_model  # noqa: F401  (the real_model tests' engine)
 from shared_builds import SharedBuild, SharedSite, SiteBuilds, reduced_site
 
@@ -95,6 +96,17 @@ def make_site(tmp_path: Path) -> SiteFactory:
     return make
 
 
+@pytest.fixture(scope="module")
+def small_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A three-page site (installation, caching, proxies), written and indexed without
+    MkDocs (`small_site.build_small_site`), once per module."""
+    from small_site import CACHE, INSTALL, PROXY, build_small_site
+
+    root = tmp_path_factory.mktemp("small")
+    build_small_site(root / "site", root / "cache", [INSTALL, CACHE, PROXY])
+    return root / "site"
+
+
 @pytest.fixture
 def shared_site(site_builds: SiteBuilds) -> SharedSite:
     """The project `make_site` would write, built once for the session (its embedding cache
@@ -127,3 +139,10 @@ def example_site(site_builds: SiteBuilds) -> Path:
 def material_site(site_builds: SiteBuilds) -> Path:
     """The Material for MkDocs corpus built once through the plugin."""
     return reduced_site(site_builds, MATERIAL)
+
+
+
+@pytest.fixture(scope="session")
+def built_sites(site_builds: SiteBuilds) -> BuiltSites:
+    """Every dev-set corpus, built with plain `mkdocs build` on first use, by set name."""
+    return BuiltSites(site_builds)

@@ -60,6 +60,7 @@ async def one_turn(client: httpx.AsyncClient, base_url: str, question: str) -> T
     started = time.perf_counter()
     gate = 0.0
     event = ""
+    outcome: TurnOutcome | None = None
     try:
         async with client.stream(
             "POST", base_url + "/api/ask", json={"question": question},
@@ -76,21 +77,26 @@ async def one_turn(client: httpx.AsyncClient, base_url: str, question: str) -> T
                         gate = now
                     elif event == "answer":
                         data = json.loads(line.removeprefix("data: "))
-                        return TurnOutcome(True, gate, now, data["kind"], data["turn_id"],
-                                           data["bundle_hash"])
+                        outcome = TurnOutcome(True, gate, now, data["kind"], data["turn_id"],
+                                              data["bundle_hash"])
                     elif event == "error":
-                        return TurnOutcome(False, gate, now, error=line)
+                        outcome = TurnOutcome(False, gate, now, error=line)
+            # Read to the stream's end, as the widget does: the connection is then reused
+            # for the next turn instead of closed and opened again.
     except httpx.HTTPError as exc:
         return TurnOutcome(False, gate, 0.0, error=type(exc).__name__)
-    return TurnOutcome(False, gate, 0.0, error="the stream ended without an answer event")
+    return outcome or TurnOutcome(False, gate, 0.0, error="the stream ended without an answer event")
 
 
 async def run_load(
-    base_url: str, turns: int, concurrency: int, question: str, timeout: float = 120.0
+    base_url: str, turns: int, concurrency: int, question: str, timeout: float = 120.0,
+    local_address: str | None = None,
 ) -> list[TurnOutcome]:
     """``turns`` turns from ``concurrency`` readers streaming at once, each reader asking
-    again as soon as its answer arrives."""
+    again as soon as its answer arrives (from ``local_address`` when given: loopback has
+    all of 127.0.0.0/8, so readers can come from several client addresses)."""
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    transport = httpx.AsyncHTTPTransport(limits=limits, local_address=local_address)
     outcomes: list[TurnOutcome] = []
     left = turns
 
@@ -100,7 +106,7 @@ async def run_load(
             left -= 1
             outcomes.append(await one_turn(client, base_url, question))
 
-    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+    async with httpx.AsyncClient(transport=transport, timeout=timeout) as client:
         await asyncio.gather(*(reader(client) for _ in range(concurrency)))
     return outcomes
 

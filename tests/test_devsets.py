@@ -10,15 +10,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-import yaml
-from corpora import EXAMPLE_SITE, MKDOCS_ENV, ROOT
-from shared_builds import SiteBuilds
+from corpora import ROOT
+from devset_sites import BuiltSites
 
 DEVSETS_DIR = ROOT / "benchmarks" / "devsets"
 CORPORA_DIR = ROOT / "benchmarks" / "corpora"
@@ -47,50 +45,6 @@ LICENCES = {name: "Redistribution and use" for name in OUTSIDE_CORPORA} | {
     "headscale": "BSD 3-Clause",
     "1panel": "GNU GENERAL PUBLIC",
 }
-
-
-def _example_site_config(work: Path) -> Path:
-    # example-site's own config runs the DocPilot plugin (embedder, Pyodide runtime);
-    # its pages and URLs come from MkDocs alone, so build them without it.
-    config = yaml.safe_load((EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8"))
-    config["docs_dir"] = str(EXAMPLE_SITE / "docs")
-    config["plugins"] = ["search"]
-    path = work / "mkdocs.yml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return path
-
-
-class BuiltSites:
-    """Each dev-set corpus built when a test first asks for it, once for every process of
-    the session (tests/shared_builds.py)."""
-
-    def __init__(self, builds: SiteBuilds) -> None:
-        self.builds = builds
-
-    def __getitem__(self, name: str) -> Path:
-        corpus = EXAMPLE_SITE if name == "example-site" else CORPORA_DIR / name
-
-        def build(work: Path) -> subprocess.CompletedProcess[str]:
-            if name == "example-site":
-                config = _example_site_config(work)
-            else:
-                config = CORPORA_DIR / name / "mkdocs.yml"
-            command = [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config)]
-            command += ["--site-dir", str(work / "site")]
-            done = subprocess.run(
-                command, cwd=config.parent, env=MKDOCS_ENV, text=True, capture_output=True
-            )
-            if done.returncode != 0:
-                pytest.fail(f"mkdocs build of {config} failed:\n{done.stdout}{done.stderr}")
-            return done
-
-        return self.builds.get({"devset corpus": name}, build, inputs=[corpus]).site
-
-
-@pytest.fixture(scope="session")
-def built_sites(site_builds: SiteBuilds) -> BuiltSites:
-    """Every dev-set corpus, built with plain `mkdocs build` on first use, by set name."""
-    return BuiltSites(site_builds)
 
 
 def _halves(name: str) -> tuple[list[object], list[object]]:
@@ -306,3 +260,16 @@ def test_multilingual_set_is_real_non_english_questions_on_an_english_site(
     items = devsets.load(folder, "tune") + devsets.load(folder, "test")
     assert items and all(i.lang != "en" for i in items)
     assert devsets.thread_source_problems(items) == []
+
+
+@pytest.mark.parametrize("name", devsets.translated_sets())
+def test_translated_set_translates_its_corpus_questions_within_their_half(
+    name: str, built_sites: dict[str, Path]
+) -> None:
+    # Our translations of real questions (issue 23, point 4): each stays in its original's
+    # half, keeps its kind, names pages of the built site, and is not English.
+    assert devsets.translation_problems(built_sites[name], name) == []
+    items = devsets.load(devsets.TRANSLATED / name, "tune") + devsets.load(
+        devsets.TRANSLATED / name, "test"
+    )
+    assert len({i.lang for i in items}) >= 3

@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 
 from catalogue import CATALOGUE, Kind, fill, literal_text, short_prefix, split_of
+from catalogue_others import FOREIGN, FOREIGN_WHOLE, OTHERS
 
 SEED = 20261202
 
@@ -78,18 +79,29 @@ def _is_whole(shape: str) -> bool:
     )
 
 
-def positives(kind: Kind, rng: random.Random, per_kind: int) -> list[Case]:
+def _names_it(template: str) -> bool:
+    return any(slot in template for slot in ("{env}", "{name}", "{camel}"))
+
+
+def positives(
+    kind: Kind, rng: random.Random, per_kind: int,
+    named_extra: dict[str, str] | None = None, whole_extra: dict[str, str] | None = None,
+) -> list[Case]:
+    """``per_kind`` fresh values of ``kind`` in our surroundings (and the extra ones: those
+    that name the value are used for a kind known only by its name)."""
+    extra = {k: t for k, t in (named_extra or {}).items()
+             if _names_it(t) or not kind.needs_name}
     out: list[Case] = []
     for _ in range(per_kind):
         value = fill(kind.shape, rng)
         if _is_whole(kind.shape):
-            templates = dict(WHOLE)
+            templates = {**WHOLE, **(whole_extra or {})}
             if "\n" in value or " " in value:
                 templates.pop("env_line")
         elif kind.needs_name:
-            templates = NAMED
+            templates = {**NAMED, **extra}
         else:
-            templates = {**NAMED, **BARE}
+            templates = {**NAMED, **extra, **BARE}
         context = rng.choice(sorted(templates))
         text = templates[context].format(
             env=kind.env, name=kind.env.lower(), camel=_camel(kind.env), product=kind.product,
@@ -207,9 +219,31 @@ def generic_negatives(rng: random.Random) -> list[Case]:
     return [Case(text, False, family, "generic") for family, text in made]
 
 
+def other_negatives(kind: Kind, rng: random.Random) -> list[Case]:
+    """Its stand-ins, in our surroundings and in the sources' ones."""
+    out = negatives(kind, rng)
+    if _is_whole(kind.shape):
+        return out
+    foreign = {k: t for k, t in FOREIGN.items() if _names_it(t)}
+    for family, value in _stand_ins(kind, rng):
+        context = rng.choice(sorted(foreign))
+        text = foreign[context].format(env=kind.env, name=kind.env.lower(),
+                                       camel=_camel(kind.env), v=value)
+        out.append(Case(text, False, f"{family}:{kind.kind}", context))
+    return out
+
+
 def cases(split: str, per_kind: int = 6) -> list[Case]:
-    """The cases of one half ("written" or "unseen") of the catalogue, reproducibly."""
+    """The cases of one split, reproducibly: "written" or "unseen" (the two halves of the
+    catalogue), or "others" (`catalogue_others`: kinds from other scanners' rule tests and
+    providers' documents, with their kinds of surroundings)."""
     out: list[Case] = []
+    if split == "others":
+        for kind in OTHERS:
+            rng = random.Random(f"{SEED}:others:{kind.kind}")
+            out += positives(kind, rng, per_kind, FOREIGN, FOREIGN_WHOLE)
+            out += other_negatives(kind, rng)
+        return out + generic_negatives(random.Random(f"{SEED}:others"))
     for kind in CATALOGUE:
         if split_of(kind.kind) != split:
             continue

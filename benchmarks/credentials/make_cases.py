@@ -12,6 +12,8 @@ situation the case imitates (SOURCES.md names the vendor documents).
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import random
 import string
@@ -60,6 +62,14 @@ def jwt(claims: dict[str, object], alg: str = "HS256") -> str:
     return ".".join((b64url(json.dumps(header, separators=(",", ":")).encode()),
                      b64url(json.dumps(claims, separators=(",", ":")).encode()),
                      chars(URLSAFE, sig_len)))
+
+
+def sample_signed_jwt(claims: dict[str, object]) -> str:
+    """A tutorial's token: signed with jwt.io's published sample secret, so anyone can mint
+    it (the random signature is still drawn, so the cases after it stay as they were)."""
+    header, payload, _ = jwt(claims).split(".")
+    mac = hmac.new(b"your-256-bit-secret", f"{header}.{payload}".encode(), hashlib.sha256)
+    return f"{header}.{payload}.{b64url(mac.digest())}"
 
 
 def b64_lines(n_chars: int) -> str:
@@ -799,9 +809,9 @@ def negative_cases() -> list[dict[str, object]]:
         ("JWTs have three parts, header.payload.signature — how do I decode one?", "JWT mention"),
         ("The JOSE header is eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ, what algorithm is that?",
          "JWT header alone"),
-        ("Authorization: Bearer " + jwt({"sub": "1234567890", "name": "Jane Doe",
-                                         "iat": 1516239022}) + " from a tutorial",
-         "tutorial JWT with documentation persona"),
+        ("Authorization: Bearer " + sample_signed_jwt({"sub": "1234567890", "name": "Jane Doe",
+                                                       "iat": 1516239022}) + " from a tutorial",
+         "tutorial JWT signed with the sample secret"),
         ("echo 'dG9rZW4gcm90YXRpb24gZ3VpZGU=' | base64 -d prints what?", "base64 of text"),
         (f"Content-Security-Policy: script-src 'nonce-{chars(B64, 22)}' blocks the widget",
          "CSP nonce"),

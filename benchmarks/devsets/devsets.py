@@ -133,6 +133,40 @@ def multilingual_sets() -> list[str]:
     return sorted(p.name for p in MULTILINGUAL.iterdir() if (p / "tune.jsonl").is_file())
 
 
+TRANSLATED = HERE / "translated"
+
+
+def translated_sets() -> list[str]:
+    """Corpora with questions of their real sets translated by us into other languages
+    (``translated/<corpus>/``, issue 23 point 4): written, reported apart, never pooled."""
+    return sorted(p.name for p in TRANSLATED.iterdir() if (p / "tune.jsonl").is_file())
+
+
+def translation_problems(site_dir: Path, corpus: str) -> list[str]:
+    """Every problem with ``translated/<corpus>/``: each line translates a question of the
+    corpus's real set, so its ``source`` is a thread of the *same half* of that set (a
+    translation never crosses halves), its kind is that question's kind, its pages exist
+    in the built site, and its language is not English."""
+    problems = []
+    for split in SPLITS:
+        kinds: dict[str, set[str]] = {}
+        for original in load(corpus, split):
+            kinds.setdefault(original.source, set()).add(original.kind)
+        for item in load(TRANSLATED / corpus, split):
+            where = f"translated/{corpus}/{split}.jsonl: {item.question[:50]!r}"
+            if item.source not in kinds:
+                problems.append(f"{where}: source {item.source} is not a thread of {split}")
+            elif item.kind not in kinds[item.source]:
+                problems.append(f"{where}: kind {item.kind}, the thread's are {kinds[item.source]}")
+            if item.lang == "en":
+                problems.append(f"{where}: a translation must not be English")
+        problems += [
+            f"translated/{corpus}: page {url!r} is not in the built site"
+            for url in missing_pages(load(TRANSLATED / corpus, split), site_dir)
+        ]
+    return problems
+
+
 def missing_pages(items: Iterable[Item], site_dir: Path) -> list[str]:
     """Gold and current-page URLs (site-relative) with no ``index.html`` in the built site."""
     urls: set[str] = set()

@@ -62,6 +62,8 @@ def serve(
     # Imported here so `docpilot index` and `ask` do not pay for the web stack.
     import uvicorn
 
+    from docpilot_runtime.serve.connections import ConnectionLimits
+    from docpilot_runtime.serve.front_door import DoorServer
     from docpilot_runtime.serve.server import freeze_loaded, guard_logs, uvicorn_config
 
     prefix = normalise_root_path(root_path)
@@ -77,7 +79,7 @@ def serve(
             os.environ[CONFIG_ENV] = str(Path(settings.source).resolve())
         del app
         options = uvicorn_config(None, settings, host, port).__dict__
-        keep = ("proxy_headers", "limit_concurrency", "h11_max_incomplete_event_size",
+        keep = ("proxy_headers", "http", "h11_max_incomplete_event_size",
                 "timeout_keep_alive", "server_header", "log_level")
         # Set before the workers start (they import prometheus_client fresh); a folder of
         # its own, so no earlier run's counts add in. Under an owner's
@@ -98,8 +100,10 @@ def serve(
     config = uvicorn_config(app, settings, host, port)
     guard_logs()
     freeze_loaded()
+    # A front door thread accepts, so health and metrics answer however busy the loop is.
+    server = DoorServer(config, ConnectionLimits.of(settings.caps), prefix)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it is meant to stop
-        uvicorn.Server(config).run()
+        server.run()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ from docpilot_runtime.answer.memory import build_memory, render_memory
 from docpilot_runtime.answer.rewrite import REWRITE_PASSED_FOLLOWUPS, rewrite_question
 from docpilot_runtime.answer.second_opinion import second_opinion
 from docpilot_runtime.check.validate import Piece
-from docpilot_runtime.limits.caps import Caps
+from docpilot_runtime.limits.caps import Caps, TurnSpend
 from docpilot_runtime.providers import Provider, ProviderError, make_provider
 from docpilot_runtime.records import Recorder, StageClock
 from docpilot_runtime.records.schema import VerdictRecord
@@ -41,7 +41,7 @@ from docpilot_runtime.reply.results import (
 )
 from docpilot_runtime.retrieve.site import Retrieval, Site, anchor_questions
 from docpilot_runtime.settings.load import Settings
-from docpilot_runtime.shared.framing import Framing, framing_for
+from docpilot_runtime.shared.framing import Framing
 from docpilot_runtime.shared.paths import page_path
 from docpilot_runtime.shared.types import AskRequest, FallbackReason, Result, TurnBasis
 from docpilot_runtime.sites.source import BundleSource, load_sites
@@ -98,6 +98,7 @@ class Runtime:
         emit: EventSink,
         framing: Framing,
         deadline: float | None,
+        spend: TurnSpend | None = None,
     ) -> LadderOutcome:
         async def delta(piece: Piece) -> None:
             # Newly validated blocks (append text and tree), then the validated draft of
@@ -122,11 +123,13 @@ class Runtime:
             framing=framing,
             deadline=deadline,
             earlier=anchors[-1] if anchors else "",
+            spend=spend,
         )
         return await ask_providers(self.providers, job)
 
     async def rewritten_retrieval(
-        self, request: AskRequest, retrieval: Retrieval, site: Site
+        self, request: AskRequest, retrieval: Retrieval, site: Site,
+        spend: TurnSpend | None = None,
     ) -> tuple[Retrieval, dict[str, Any] | None, float | None]:
         """Stage 3 again on a model's standalone rewrite of a follow-up or of a question
         in another language (``answer.rewrite``): the retrieval, the call's usage, and the
@@ -147,6 +150,7 @@ class Runtime:
             anchor_questions(request.history),
             site.language or "en",
             share,
+            spend,
         )
         if rewrite is None:
             return retrieval, None, deadline
@@ -262,11 +266,16 @@ class Runtime:
         # 3. Retrieval and the gate.
         # Off the event loop: a hosted query embedder is a blocking HTTP call.
         retrieval = await asyncio.to_thread(site.retrieve, request)
+        # Each model call (the rewrite's too) holds its estimate of the day's spend first
+        # (caps.TurnSpend).
+        spend = TurnSpend(self.caps) if self.caps is not None else None
         usage: dict[str, Any] | None = None
         deadline: float | None = None
         if self.providers and models and self.settings.answer.rewrite:
-            retrieval, usage, deadline = await self.rewritten_retrieval(request, retrieval, site)
-        framing = framing_for(request.lang)
+            retrieval, usage, deadline = await self.rewritten_retrieval(
+                request, retrieval, site, spend
+            )
+        framing = retrieval.framing(request.lang)  # the page's, or the question's own
         progressed = retrieval.progress(framing)
         await emit(Event("progress", {"stage": "retrieval", "message": progressed}))
         basis = retrieval.basis(opening_basis)
@@ -278,7 +287,7 @@ class Runtime:
         # 4-6. A model, primed with the gate's excerpts, through the answer ladder.
         fallback: FallbackReason | None = None
         if self.providers and models:
-            outcome = await self._answer(request, retrieval, emit, framing, deadline)
+            outcome = await self._answer(request, retrieval, emit, framing, deadline, spend)
             usage = merge_usage(usage, outcome.usage)
             answered = outcome.answer
             if answered is not None:
@@ -317,7 +326,7 @@ class Runtime:
         # Above the gate with no model (or none answered): the best excerpts, each cited.
         result = passages_result(request.question, retrieval.shown_units(), basis, framing)
         result.usage = usage
-        result.fallback_reason = fallback
+        result.fallback_reason = "spend_cap" if spend is not None and spend.refused else fallback
         return result
 
 

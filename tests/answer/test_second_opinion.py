@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from docpilot_runtime.answer.second_opinion import check_prompt, read_verdict
 from docpilot_runtime.providers import ProviderSettings
@@ -23,8 +22,9 @@ from docpilot_runtime.settings.webhooks import WebhookSettings
 from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.sites.loader import load_site
 from servers.anthropic_messages import Reply, answer_reply
+from servers.asgi import in_process
 from servers.openai_chat import OpenAIChatServer
-from servers.runtime import NO_CAPS, serve_app
+from servers.runtime import NO_CAPS
 from servers.webhook_receiver import WebhookReceiver
 
 COVERED = "How do I exclude a page from the assistant?"
@@ -78,9 +78,7 @@ def run_turn(
             records=RecordsSettings(path=str(tmp_path / "records.sqlite3")),
         )
         history = [{"question": EARLIER, "kind": "answer", "markdown": "WordLlama, offline."}]
-        with serve_app(create_app(site, settings)) as live, httpx.Client(
-            base_url=live.base_url, timeout=60
-        ) as client:
+        with in_process(create_app(site, settings)) as client:
             body = {"question": COVERED, "history": history}
             result = client.post("/api/ask", json=body).json()
             if receiver is not None:
@@ -160,9 +158,7 @@ def test_the_second_opinion_counts_against_the_daily_spend(
         )
         caps = MemoryCaps(settings.caps)
         runtime = load_runtime(example_site, settings)
-        with serve_app(build_app(runtime, example_site, caps=caps)) as live, httpx.Client(
-            base_url=live.base_url, timeout=60
-        ) as client:
+        with in_process(build_app(runtime, example_site, caps=caps)) as client:
             first = client.post("/api/ask", json={"question": COVERED}).json()
             assert first["kind"] == "answer"
             answer_cost = first["usage"]["cost_micro_usd"]

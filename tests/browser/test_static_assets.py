@@ -20,6 +20,7 @@ import threading
 import zipfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -605,16 +606,23 @@ def _drive_worker(base: str, messages: list[dict[str, Any]]) -> tuple[list[Any],
             page.on("request", lambda r: requested.append(r.url.removeprefix(base)))
             page.goto(base + "harness.html")
             page.wait_for_function("typeof window.send === 'function'")
-            replies = [page.evaluate("(m) => send(m)", m) for m in messages]
+            replies = []
+            for m in messages:
+                if m["type"] == "reload":  # the driver's own: a full page load, a new worker
+                    page.reload()
+                    page.wait_for_function("typeof window.send === 'function'")
+                    requested.append("(reloaded)")
+                    continue
+                replies.append(page.evaluate("(m) => send(m)", m))
         finally:
             chromium.close()
     return replies, requested
 
 
-@pytest.mark.browser
-def test_worker_speaks_the_widget_protocol_in_chromium(
-    lexical_site: Path, static_text: str, tmp_path: Path
-) -> None:
+@contextmanager
+def _served_site(lexical_site: Path, tmp_path: Path) -> Iterator[str]:
+    """The built site under /docs-site/ of a plain static server (no compression, as
+    `python -m http.server`), with the harness page; yields its base URL."""
     import functools
     import http.server
     import shutil
@@ -634,23 +642,56 @@ def test_worker_speaks_the_widget_protocol_in_chromium(
     handler = functools.partial(Quiet, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/docs-site/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.browser
+def test_a_full_page_load_restores_python_from_the_snapshot_the_first_boot_kept(
+    lexical_site: Path, tmp_path: Path
+) -> None:
+    question = {"type": "check", "question": REQUESTS[10]["question"]}
+    covered = {"question": REQUESTS[0]["question"], "page": "/docs-site/guides/static-sites/"}
+    messages: list[dict[str, Any]] = [
+        {"type": "boot"}, question, {"type": "ask", "request": covered},
+        {"type": "reload"},
+        {"type": "boot"}, question, {"type": "ask", "request": covered},
+    ]
+    with _served_site(lexical_site, tmp_path) as base:
+        replies, requested = _in_own_thread(lambda: _drive_worker(base, messages))
+    first, found, answered, again, found_again, answered_again = replies
+    assert all(r["ok"] for r in replies), replies
+    assert first["result"]["snapshot"] is False
+    assert again["result"]["snapshot"] is True, "the second page load started Python anew"
+    assert found_again["result"] == found["result"]
+    assert found["result"]["credential"]["kind"] == "openai_api_key"
+    assert _without_turn_id(answered_again["result"]) == _without_turn_id(answered["result"])
+    # The second load fetched none of Pyodide's large files or our wheel: Cache Storage.
+    after = requested[requested.index("(reloaded)") :]
+    kept = [p for p in after if p.endswith((".wasm", ".wasm.gz", ".zip", ".zip.gz", ".whl"))]
+    assert kept == [], kept
+
+
+@pytest.mark.browser
+def test_worker_speaks_the_widget_protocol_in_chromium(
+    lexical_site: Path, static_text: str, tmp_path: Path
+) -> None:
     covered = {"question": REQUESTS[0]["question"], "page": "/docs-site/guides/static-sites/"}
     messages: list[dict[str, Any]] = [
         {"type": "check", "question": REQUESTS[10]["question"]},
         {"type": "boot"},
         {"type": "check", "question": "How do I set OPENAI_API_KEY?"},
-        {"type": "ask", "request": covered},  # loads static.json beside the worker first
+        {"type": "ask", "request": covered},  # loads the sharded index beside it first
         {"type": "load", "bundleUrl": "/docs-site/docpilot/static.json"},
         {"type": "ask", "request": {"question": ""}},
         {"type": "load", "bundleUrl": "/docs-site/docpilot/bundle.msgpack"},
         {"type": "launch"},
     ]
-    base = f"http://127.0.0.1:{server.server_address[1]}/docs-site/"
-    try:
+    with _served_site(lexical_site, tmp_path) as base:
         replies, requested = _in_own_thread(lambda: _drive_worker(base, messages))
-    finally:
-        server.shutdown()
-        server.server_close()
 
     assert [r["id"] for r in replies] == list(range(1, len(messages) + 1))
     found, booted, clean, answered, loaded, refused, wrong_file, unknown = replies
@@ -667,8 +708,15 @@ def test_worker_speaks_the_widget_protocol_in_chromium(
     assert not unknown["ok"] and '"launch"' in unknown["error"]
     # Everything came from the site itself: the worker, Pyodide, our wheel, the index.
     assert all(not path.startswith("http") for path in requested), requested
+    # The first question read the sharded index (its manifest, then some of its files).
     assert {
         "docpilot/worker.js",
+        "docpilot/static/manifest.json",
         "docpilot/static.json",
-        "docpilot/pyodide/pyodide.asm.wasm",
     } <= set(requested)
+    assert any(p.startswith("docpilot/static/t/") for p in requested), requested
+    # A plain static server compresses nothing: the worker took the build's .gz copies of
+    # Pyodide's large files and decompressed them itself.
+    big = ("pyodide.asm.wasm", "docpilot-stdlib.zip", "pyodide.asm.mjs")
+    assert {f"docpilot/pyodide/{name}.gz" for name in big} <= set(requested), requested
+    assert not {f"docpilot/pyodide/{name}" for name in big} & set(requested), requested

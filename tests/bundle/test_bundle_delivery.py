@@ -7,9 +7,12 @@ finds a newer bundle by polling with If-None-Match."""
 from __future__ import annotations
 
 import json
+import secrets
+import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +22,12 @@ from docpilot_runtime.bundle.read import parse_bundle
 from docpilot_runtime.bundle.schema import BundleError
 from docpilot_runtime.records import RecordsSettings, open_store
 from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.serve.bundle_swap import UsedNonces
 from docpilot_runtime.settings.bundle import BundleSettings
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.settings.providers import ProviderSettings
 from docpilot_runtime.sites.source import (
+    NONCE_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     BundleSource,
@@ -66,8 +71,9 @@ class HeldChat(OpenAIChatServer):
 
 
 def signed_reload(base_url: str, secret: str = SECRET, body: bytes = b"{}") -> httpx.Response:
-    stamp = str(int(time.time()))
-    headers = {TIMESTAMP_HEADER: stamp, SIGNATURE_HEADER: signature(secret.encode(), stamp, body),
+    stamp, nonce = str(int(time.time())), secrets.token_urlsafe(16)
+    headers = {TIMESTAMP_HEADER: stamp, NONCE_HEADER: nonce,
+               SIGNATURE_HEADER: signature(secret.encode(), stamp, nonce, body),
                "Content-Type": "application/json"}
     return httpx.post(base_url + "/api/bundle/reload", content=body, headers=headers, timeout=WAIT)
 
@@ -209,9 +215,63 @@ def test_a_manifest_whose_sha256_differs_from_the_bundle_is_refused(
 
 def test_a_stale_or_forged_signature_is_refused() -> None:
     body = b'{"reason": "rebuilt"}'
-    now = 1_800_000_000
-    good = signature(SECRET.encode(), str(now), body)
-    assert verify_signature(SECRET.encode(), str(now), good, body, now=now + 10) == ""
-    assert "more than" in verify_signature(SECRET.encode(), str(now), good, body, now=now + 301)
-    assert "does not match" in verify_signature(SECRET.encode(), str(now), good, b"{}", now=now)
-    assert "required" in verify_signature(SECRET.encode(), None, None, body, now=now)
+    now, nonce, key = 1_800_000_000, "n0nce-for-the-test", SECRET.encode()
+    good = signature(key, str(now), nonce, body)
+    assert verify_signature(key, str(now), nonce, good, body, now=now + 10) == ""
+    assert "more than" in verify_signature(key, str(now), nonce, good, body, now=now + 301)
+    assert "does not match" in verify_signature(key, str(now), nonce, good, b"{}", now=now)
+    other = "another-nonce-0000"  # the signature covers the nonce too
+    assert "does not match" in verify_signature(key, str(now), other, good, body, now=now)
+    assert "required" in verify_signature(key, str(now), None, good, body, now=now)
+    assert "letters" in verify_signature(key, str(now), "short", good, body, now=now)
+
+
+def test_a_nonce_is_accepted_once_within_the_window() -> None:
+    clock = [0.0]
+    used = UsedNonces(window=600, limit=2, clock=lambda: clock[0])
+    assert used.use("a" * 16) == ""
+    assert "already used" in used.use("a" * 16)
+    assert used.use("b" * 16) == ""
+    assert "more than 2" in used.use("c" * 16), "bounded"
+    clock[0] = 601.0  # both forgotten once their timestamps could no longer pass
+    assert used.use("c" * 16) == ""
+
+
+@pytest.fixture
+def reloadable(
+    bundles: tuple[bytes, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """A runtime serving a folder with reloads on and a short body deadline: its URL."""
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    site = tmp_path / "site"
+    (site / "docpilot").mkdir(parents=True)
+    (site / BUNDLE).write_bytes(bundles[0])
+    settings = Settings(caps=replace(NO_CAPS, body_read_seconds=0.5),
+                        records=RecordsSettings(enabled=False),
+                        bundle=BundleSettings(reload_secret_env=SECRET_ENV))
+    with serve_app(create_app(site, settings)) as running:
+        yield running.base_url
+
+
+def test_a_replayed_reload_is_refused(reloadable: str) -> None:
+    body = b'{"reason": "published"}'
+    first = signed_reload(reloadable, body=body)
+    assert first.status_code == 200, first.text
+    replayed = httpx.post(reloadable + "/api/bundle/reload", content=body, timeout=WAIT,
+                          headers=dict(first.request.headers))
+    assert replayed.status_code == 401
+    assert "already used" in replayed.json()["error"]["message"]
+    assert signed_reload(reloadable, body=body).status_code == 200, "a fresh request is fine"
+
+
+def test_a_reload_body_that_never_finishes_is_a_408(reloadable: str) -> None:
+    url = httpx.URL(reloadable)
+    with socket.create_connection((url.host, url.port), timeout=WAIT) as sock:
+        sock.sendall(b"POST /api/bundle/reload HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        reply = b""
+        # Head and body may come in two segments; the server closes after a 408.
+        while chunk := sock.recv(65536):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 408"), reply[:80]
+    assert b'"field":"body"' in reply

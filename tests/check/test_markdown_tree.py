@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from docpilot_runtime.reply.passages import passages_blocks
@@ -20,9 +21,9 @@ from docpilot_runtime.shared.markdown_tree import (
     trusted_blocks,
 )
 from docpilot_runtime.shared.types import PageRef, Result
-from markdown_it import MarkdownIt
+from reference_reader import REFERENCE_READER
 
-COMMONMARK = MarkdownIt("commonmark")
+COMMONMARK = REFERENCE_READER
 
 
 def commonmark_text(markdown: str) -> str:
@@ -145,3 +146,47 @@ def test_fence_scanner_follows_commonmark() -> None:
     lines = ["a", "```js", "x", "~~~", "```", "b", "~~~", "open"]
     found = list(fenced_blocks(lines))
     assert [(b.start, b.end, b.fence.language) for b in found] == [(1, 4, "js"), (6, None, "")]
+
+
+TABLE_UNIT_TEXT = (
+    "Limits the runtime enforces.\n\n"
+    "| Key | Type | Default |\n| --- | --- | --- |\n"
+    "| `cors_origins` | list of strings | `[]` |\n"
+    "| `max_question_chars` | int | `2000` |\n"
+    "| `a\\|b` pipe | [x](https://evil.example) | **bold** |"
+)
+
+
+def test_a_passage_from_a_docs_table_is_quoted_as_a_table() -> None:
+    def quoted(question: str) -> list[Any]:
+        blocks = passages_blocks(question, [Unit("s", "Server", TABLE_UNIT_TEXT)])
+        markdown = to_markdown(blocks)
+        rendered = COMMONMARK.render(markdown)
+        assert "href" not in rendered and "<table>" in rendered
+        assert commonmark_text(markdown) == flat(blocks)
+        inside: list[Any] = blocks[1]["c"]
+        return inside
+
+    parts = quoted("What is the default of max_question_chars?")
+    assert [b["t"] for b in parts] == ["p", "table"]
+    head, body = parts[1]["c"]
+    header = [element("th", word) for word in ("Key", "Type", "Default")]
+    assert head == element("thead", element("tr", *header))
+    # The row that matched the question, under the table's header.
+    assert body == element(
+        "tbody",
+        element(
+            "tr",
+            element("td", element("code", "max_question_chars")),
+            element("td", "int"),
+            element("td", element("code", "2000")),
+        ),
+    )
+    # Docs text is never read as Markdown links; a pipe escaped in a cell is the cell's.
+    (row,) = quoted("Which pipe and evil link is bold?")[1]["c"][1]["c"]
+    assert row == element(
+        "tr",
+        element("td", element("code", "a|b"), " pipe"),
+        element("td", "[x](https://evil.example)"),
+        element("td", element("strong", "bold")),
+    )

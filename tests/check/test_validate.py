@@ -22,8 +22,8 @@ from docpilot_runtime.shared.markdown_tree import MAX_DEPTH, Node, text_of
 from docpilot_runtime.shared.types import Citation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from markdown_it import MarkdownIt
 from model_turns import hrefs
+from reference_reader import REFERENCE_READER
 
 PAGES = [
     Page("/", "DocPilot", frozenset({"docpilot", "what-a-reader-gets"})),
@@ -43,7 +43,7 @@ def check(markdown: str, **kwargs: object) -> ValidatedAnswer:
     return validate_answer(markdown, EMITTED, PAGES, **kwargs)  # type: ignore[arg-type]
 
 
-COMMONMARK = MarkdownIt("commonmark")  # a stock reader: raw HTML and references on
+COMMONMARK = REFERENCE_READER
 
 
 def shown(result: ValidatedAnswer) -> str:
@@ -238,22 +238,46 @@ def test_images_become_their_alt_text() -> None:
 
 
 @pytest.mark.parametrize(
-    "hostile",
+    ("hostile", "seen"),
     [
-        "<script>alert(1)</script>",
-        "<img src=x onerror=alert(1)>",
-        "<a href=javascript:alert(1)>click</a>",
-        "<iframe src=//evil.example></iframe>",
-        "<!-- <script>alert(1)</script> -->",
-        "<svg/onload=alert(1)>",
-        "<div\nonclick=alert(1)>x</div>",
+        ("<script>alert(1)</script>", "alert(1) "),
+        ("<img src=x onerror=alert(1)>", ""),
+        ("<a href=javascript:alert(1)>click</a>", "click "),
+        ("<iframe src=//evil.example></iframe>", ""),
+        ("<!-- <script>alert(1)</script> -->", ""),
+        ("<svg/onload=alert(1)>", ""),
+        ("<div\nonclick=alert(1)>x</div>", "x "),
+        ("&lt;b&gt;bold&lt;/b&gt;", "bold "),
+        ("\\<b>bold\\</b>", "bold "),
+        ("<<b>b>nested</b>", "nested "),
+        ("&#xE000;0&#xE001; forged", "\ufffd0\ufffd forged "),
     ],
 )
-def test_hostile_html_is_text_to_every_commonmark_reader(hostile: str) -> None:
+def test_raw_html_shows_its_text_content_never_its_tags(hostile: str, seen: str) -> None:
     result = check(f"{hostile} {ASK}")
+    assert text_of(result.blocks) == f"{seen}[1]"
     rendered = COMMONMARK.render(result.markdown)  # raw HTML allowed: a careless reader
     assert not re.search(r"<(?!/?(p|a|code|pre|em|strong)\b)", rendered.replace("&lt;", ""))
-    assert re.sub(r"\s+", "", hostile) in shown(result)
+
+
+def test_an_html_block_is_a_paragraph_of_its_text_content() -> None:
+    result = check(f"Intro {ASK}.\n\n<div class=x>\n  <b>Block</b> &amp; text {ASK}\n</div>")
+    assert result.blocks[1] == {"t": "p", "c": ["Block & text ", {"t": "cite", "n": 1}]}
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        "[label](javascript:alert(1))",
+        "[label](JaVaScRiPt:alert(1))",
+        "[label](data:text/html;base64,PHNjcmlwdD4=)",
+        "[label](vbscript:msgbox(1))",
+        f"[label]({'https://evil.example/'})",
+    ],
+)
+def test_a_rejected_link_shows_its_label_only(link: str) -> None:
+    result = check(f"See {link} {ASK}")
+    assert text_of(result.blocks) == "See label [1]"
 
 
 def test_html_and_markers_inside_code_stay_verbatim() -> None:
@@ -275,7 +299,7 @@ def test_fence_info_keeps_only_the_language() -> None:
     ("written", "seen"),
     [
         ("3 < 5 and a > b", "3 < 5 and a > b"),
-        ("&lt;script&gt; stays a word", "<script> stays a word"),
+        ("a &lt;script&gt; tag never prints", "a  tag never prints"),
         ("\\[x\\] is in brackets", "[x] is in brackets"),
         ("\\~\\~\\~ three tildes", "~~~ three tildes"),
         ("index list[0] first", "index list[0] first"),
@@ -430,11 +454,12 @@ def test_a_long_paragraph_streams_as_validated_drafts() -> None:
     assert pieces[-1].draft == [] and "".join(p.markdown for p in pieces) == check(text).markdown
 
 
-def test_a_cited_paragraph_shows_as_soon_as_its_blank_line_arrives() -> None:
+def test_a_cited_paragraph_settles_as_soon_as_its_blank_line_arrives() -> None:
     validator = StreamValidator(EMITTED, PAGES)
-    assert validator.feed(f"Run it {ASK}.\n") is None  # a setext underline could follow
+    shown = validator.feed(f"Run it {ASK}.\n")  # a draft: a setext underline could follow
+    assert shown is not None and shown.blocks == [] and text_of(shown.draft) == "Run it [1]."
     piece = validator.feed("\n")
-    assert piece is not None and text_of(piece.blocks) == "Run it [1]."
+    assert piece is not None and text_of(piece.blocks) == "Run it [1]." and piece.draft == []
 
 
 def test_a_list_is_released_once_the_next_block_begins_outside_it() -> None:
@@ -455,6 +480,23 @@ def test_nothing_is_released_before_the_first_valid_citation() -> None:
     piece = validator.feed(f"one {ASK}.\n\nAfter.\n\n")
     assert piece is not None and piece.markdown.startswith("An opening paragraph")
     assert validator.cited
+
+
+def test_text_shows_the_moment_its_first_citation_arrives() -> None:
+    """A model that cites late in a block: what came before shows with the marker's
+    closing bracket, not at the block's end."""
+    validator = StreamValidator(EMITTED, PAGES)
+    assert validator.feed("An opening paragraph, uncited.\n\n- a list item\n- and ") is None
+    assert validator.feed(f"then one that cites {ASK[:-1]}") is None  # not a marker yet
+    piece = validator.feed("]")
+    assert piece is not None and text_of(piece.blocks) == "An opening paragraph, uncited."
+    assert text_of(piece.draft) == "a list itemand then one that cites [1]"
+
+
+def test_a_marker_naming_nothing_emitted_shows_nothing_early() -> None:
+    validator = StreamValidator(EMITTED, PAGES)
+    assert validator.feed("Text that cites [[/made/up/]] and ") is None
+    assert validator.feed("`[[/reference/cli/#ask]]` only in code, then more") is None
 
 
 def test_an_uncited_answer_is_never_shown() -> None:

@@ -32,11 +32,13 @@ from browsing import (
     sse,
 )
 from corpora import EXAMPLE_SITE
+from docpilot_runtime.browser.widget_assembly import assemble_widget
 from docpilot_runtime.serve.app import create_app
 from docpilot_runtime.settings.headers import PAGE_POLICY, HeaderSettings
 from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings
 from playwright.sync_api import Page
+from playwright.sync_api import Route as BrowserRoute
 from servers.runtime import RunningServer, serve_app
 from shared_builds import SiteBuilds
 from starlette.applications import Starlette
@@ -89,6 +91,35 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
         ],
     }
+
+
+# The widget's script as the build joins it (unminified, so a failure points at a line),
+# for tests of its tree renderer alone on a bare page of this origin (`renderer`).
+WIDGET_SCRIPT = assemble_widget(Path(__file__).resolve().parents[2] / "widget" / "src")
+RENDERER_ORIGIN = "http://docpilot.test"
+
+
+@pytest.fixture
+def renderer(page: Page) -> Iterator[Page]:
+    """A bare page at RENDERER_ORIGIN with the widget's `renderTree` as window.renderTree."""
+
+    def serve(route: BrowserRoute) -> None:
+        path = route.request.url.removeprefix(RENDERER_ORIGIN)
+        if path == "/":
+            route.fulfill(
+                body="<!doctype html><title>t</title><body></body>", content_type="text/html"
+            )
+        elif path == "/docpilot/docpilot.js":
+            route.fulfill(body=WIDGET_SCRIPT, content_type="text/javascript")
+        else:
+            route.fulfill(status=404, body="")
+
+    page.route(f"{RENDERER_ORIGIN}/**", serve)
+    page.goto(f"{RENDERER_ORIGIN}/")
+    page.evaluate(
+        "async () => { window.renderTree = (await import('/docpilot/docpilot.js')).renderTree; }"
+    )
+    yield page
 
 
 OTHER_ORIGIN_POLICY = PAGE_POLICY.replace(

@@ -2,29 +2,23 @@
 Python, rendered by the widget's own renderer in Chromium, must show CommonMark's text,
 hold only allowed elements and link off-site only to URLs an excerpt carried.
 
-One page load serves every answer (the renderer is imported once); hypothesis generates
-the answers and shrinks a failing one.
+One page load serves every answer (the `renderer` fixture imports the renderer once);
+hypothesis generates the answers and shrinks a failing one.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from docpilot_runtime.browser.widget_assembly import assemble_widget
 from docpilot_runtime.bundle.schema import Page as BundlePage
 from docpilot_runtime.check.validate import Source, ValidatedAnswer, validate_answer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from markdown_it import MarkdownIt
-from playwright.sync_api import Page, Route
+from playwright.sync_api import Page
+from reference_reader import REFERENCE_READER
 
-# The widget's script as the build joins it (unminified, so a failure points at a line).
-SCRIPT = assemble_widget(Path(__file__).resolve().parents[2] / "widget" / "src")
-ORIGIN = "http://docpilot.test"
 PAGES = [
     BundlePage("/", "Home", frozenset({"intro"})),
     BundlePage("/guide/", "Guide", frozenset({"setup", "install"})),
@@ -53,17 +47,27 @@ ALLOWED = [
     "A",
     "BR",
     "HR",
+    "DEL",
+    "TABLE",
+    "THEAD",
+    "TBODY",
+    "TR",
+    "TH",
+    "TD",
 ]
-COMMONMARK = MarkdownIt("commonmark")  # the reference reader, raw HTML and references on
+COMMONMARK = REFERENCE_READER
 
 CHECK = """
 ([cases, allowed, excerpt]) => cases.map(([blocks, reference]) => {
   const box = document.createElement("div");
   box.append(window.renderTree(blocks, { cite: () => null }));
-  // Besides those: a code block's wrapper (div.highlight, as the site draws code) and the
-  // runtime's highlighted tokens (spans directly inside code).
-  const drawn = (e) => allowed.includes(e.tagName) || (e.tagName === "DIV" && e.className === "highlight")
-    || (e.tagName === "SPAN" && e.parentElement.tagName === "CODE");
+  // Besides those: a code block's wrapper (div.highlight, as the site draws code), the
+  // runtime's highlighted tokens (spans directly inside code), a table's scrolling box and
+  // a task item's disabled checkbox.
+  const boxes = ["highlight", "md-typeset__scrollwrap", "md-typeset__table"];
+  const drawn = (e) => allowed.includes(e.tagName) || (e.tagName === "DIV" && boxes.includes(e.className))
+    || (e.tagName === "SPAN" && e.parentElement.tagName === "CODE")
+    || (e.tagName === "INPUT" && e.type === "checkbox" && e.disabled);
   const bad = [...box.querySelectorAll("*")].filter((e) => !drawn(e)).map((e) => e.tagName);
   const offsite = [...box.querySelectorAll("a")].map((a) => a.href)
     .filter((h) => new URL(h).origin !== location.origin && !h.startsWith(excerpt));
@@ -73,27 +77,6 @@ CHECK = """
 })
 """
 ANSWERS_PER_CALL = 25  # answers rendered per round trip to the page
-
-
-@pytest.fixture
-def renderer(page: Page) -> Iterator[Page]:
-    def serve(route: Route) -> None:
-        path = route.request.url.removeprefix(ORIGIN)
-        if path == "/":
-            route.fulfill(
-                body="<!doctype html><title>t</title><body></body>", content_type="text/html"
-            )
-        elif path == "/docpilot/docpilot.js":
-            route.fulfill(body=SCRIPT, content_type="text/javascript")
-        else:
-            route.fulfill(status=404, body="")
-
-    page.route(f"{ORIGIN}/**", serve)
-    page.goto(f"{ORIGIN}/")
-    page.evaluate(
-        "async () => { window.renderTree = (await import('/docpilot/docpilot.js')).renderTree; }"
-    )
-    yield page
 
 
 def validate(markdown: str) -> ValidatedAnswer:
@@ -126,7 +109,7 @@ def assert_safe(outcome: dict[str, Any]) -> None:
     ("written", "seen"),
     [
         ("3 < 5 and a > b", "3 < 5 and a > b"),
-        ("&lt;script&gt;", "<script>"),
+        ("a &lt;script&gt; b", "a  b"),
         ("\\[x\\]", "[x]"),
         ("\\~\\~\\~", "~~~"),
         ("list[0]", "list[0]"),
@@ -227,6 +210,13 @@ PIECES = [
     "word",
     "#",
     "|",
+    "\\|",
+    "\n| a | b |\n|:--|--:|\n",
+    "\n| --- |\n",
+    ":-",
+    "~~",
+    "\n- [ ] ",
+    "\n- [x] ",
 ]
 
 

@@ -33,7 +33,14 @@ def test_static_site_answers_in_the_browser_with_no_runtime(
     # Everything came from the static site itself: no API, no other host.
     assert reader.api_requests() == []
     loaded = {r.url for r in reader.requests if "/docpilot/" in r.url}
-    assert f"{static_server}/docpilot/static.json" in loaded
+    # The sharded index: its manifest, then only some of its files; never the whole file.
+    assert f"{static_server}/docpilot/static/manifest.json" in loaded
+    assert f"{static_server}/docpilot/static.json" not in loaded
+    shards = [u for u in loaded if "/docpilot/static/" in u and not u.endswith("manifest.json")]
+    assert len(shards) > 0, loaded
+    # A plain static server compresses nothing: Pyodide's wasm came as the build's .gz.
+    assert f"{static_server}/docpilot/pyodide/pyodide.asm.wasm.gz" in loaded
+    assert f"{static_server}/docpilot/pyodide/pyodide.asm.wasm" not in loaded
     # The history travelled to the in-browser runtime like it would to a server.
     history = page.evaluate("JSON.parse(sessionStorage.getItem('docpilot:chat')).turns.length")
     assert history == 3

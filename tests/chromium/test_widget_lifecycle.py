@@ -98,7 +98,7 @@ def assert_answered_in_the_browser(reader: Reader, base: str) -> None:
     # It asked whether a runtime was there, found none, and sent no question anywhere.
     assert f"{base}/api/health" in [r.url for r in reader.requests]
     assert asked(reader) == []
-    assert f"{base}/docpilot/static.json" in [r.url for r in reader.requests]
+    assert f"{base}/docpilot/static/manifest.json" in [r.url for r in reader.requests]
 
 
 def test_under_mkdocs_serve_the_widget_answers_in_static_mode_by_itself(

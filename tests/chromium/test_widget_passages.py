@@ -73,3 +73,20 @@ def test_inline_code_in_a_quoted_passage_is_drawn_as_code(reader: Reader) -> Non
     assert "mono" in style[0].lower() and style[1] != "rgba(0, 0, 0, 0)", style
     # The source's preview shows it as code too.
     expect(page.locator(".dp-cites .dp-preview code")).to_have_text("exclude")
+
+
+def test_a_docs_table_is_quoted_as_a_table(reader: Reader) -> None:
+    page = reader.page
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto("/")
+    reader.open_panel()
+    reader.ask("What is the default of max_body_bytes?")
+    body = reader.wait_answer()
+    assert body.get_attribute("data-kind") == "passages"
+    table = body.locator("blockquote .md-typeset__scrollwrap table").first
+    expect(table.locator("thead th")).to_have_text(["Key", "Type", "Default", "Meaning"])
+    expect(table.locator("tbody tr")).to_have_count(1)
+    expect(table.locator("tbody td").first).to_have_text("max_body_bytes")
+    expect(table.locator("tbody td").nth(2)).to_have_text("65536")
+    table.scroll_into_view_if_needed()
+    reader.screenshot("passages-table")

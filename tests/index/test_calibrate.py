@@ -12,14 +12,18 @@ from docpilot_runtime.embedders import load_embedder
 from docpilot_runtime.index.cache import EmbeddingCache
 from docpilot_runtime.index.calibrate import (
     COVERED_PROBES,
+    OTHER_TOOL_PROBES,
     SALADS,
     calibrate_gate,
     covered_probes,
+    other_tool_probes,
+    probe_sets,
     salad_probes,
 )
-from docpilot_runtime.index.probes import OFF_TOPIC
+from docpilot_runtime.index.probes import OFF_TOPIC, OTHER_STACK_ERRORS, OTHER_TOOLS
 from docpilot_runtime.index.units import Unit
 from docpilot_runtime.retrieve.gate import gate_score
+from docpilot_runtime.retrieve.names import names_known, unknown_names
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
 from docpilot_runtime.retrieve.search import Searcher
 from docpilot_runtime.retrieve.tokenize import tokenize
@@ -90,9 +94,36 @@ def test_hybrid_calibration_embeds_its_probes_once(
         DEFAULT_PARAMS.gate_weights["hybrid"]
     )
     samples = gate.hybrid.samples
-    assert embedded == samples["covered"] + samples["off_topic"] + samples["salads"]
+    assert embedded == sum(samples.values()) and set(samples) >= {"covered", "other_tool"}
     cache.save()  # what the build does; the next build reads the file afresh
     reread = EmbeddingCache(tmp_path / "probes.msgpack", embedder.dims, lambda _m: None)
     again, embedded_again = calibrate_gate(units, bundle.lexical, dense, embedder, reread)
     assert embedded_again == 0 and again == gate
     assert gate.hybrid == bundle.gate.hybrid  # the build calibrated the same way
+
+
+def test_probes_shaped_like_real_off_topic_questions_name_what_the_site_does_not(
+    bundle: Bundle, units: list[Unit]
+) -> None:
+    lexical = NumpyLexical(bundle.lexical)
+    sets = probe_sets(units, lexical)
+    assert set(sets) == {"covered", "off_topic", "salads", "other_tool", "other_error",
+                         "missing_option"}
+    tools = sets["other_tool"]
+    assert 0 < len(tools) <= OTHER_TOOL_PROBES and tools == other_tool_probes(units, lexical)
+    for probe in tools:
+        named = [t for t in OTHER_TOOLS if t in probe]
+        assert named and all(lexical.document_frequency(w) == 0 for w in tokenize(named[0]))
+    assert sets["other_error"] == list(OTHER_STACK_ERRORS)
+    for probe in sets["missing_option"]:
+        option = probe.split("`")[1]
+        assert lexical.document_frequency(option) == 0, option  # no unit has that option
+
+
+def test_names_the_docs_never_use_are_a_signal_of_their_own(bundle: Bundle) -> None:
+    lexical = NumpyLexical(bundle.lexical)
+    assert unknown_names(lexical, "How do I serve DocPilot behind Caddy with NetBird?") == [
+        "caddy", "netbird"]
+    assert names_known(lexical, "How do I exclude a page from the assistant?") == 1.0
+    assert names_known(lexical, "Does it work with Jekyll?") == 0.0
+    assert names_known(lexical, "Is port 8443 used in v2.7.1?") == 1.0  # numbers name nothing

@@ -51,6 +51,26 @@ def test_content_is_kept_readable_and_chrome_left_out() -> None:
     assert "__tabbed_1_1" not in page.ids and {"setup", "options"} <= set(page.ids)
 
 
+def test_inline_code_stays_code_in_unit_text() -> None:
+    html = (
+        "<main><h1 id='t'>The <code>exclude</code> option</h1>"
+        "<p>Set <code>exclude</code> to <code>a`b</code>, or <a href='#t'><code>x|y</code></a>;"
+        " a lone ` stays a character.</p>"
+        "<ul><li>Use <code>docs/*</code>\nhere</li></ul>"
+        "<table><tr><th>key</th></tr><tr><td><code>cors|origins</code></td></tr></table>"
+        "<div class='admonition'><p class='admonition-title'>Mind <code>max_steps</code></p></div>"
+        "</main>"
+    )
+    (section,) = parse_page(html.encode(), "code.html").sections
+    assert section.title == "The exclude option"  # a title is a label, plain text
+    assert [b.text for b in section.blocks] == [
+        "Set `exclude` to ``a`b``, or `x|y`; a lone \\` stays a character.",
+        "- Use `docs/*` here",
+        "| key |\n| --- |\n| `cors\\|origins` |",
+        "Mind `max_steps`:",
+    ]
+
+
 def test_long_section_splits_at_paragraphs_never_inside_code() -> None:
     code = "\n".join(f"line_{i} = {i}" for i in range(40))
     paragraphs = "".join(f"<p>{'word ' * 60}number {i}.</p>" for i in range(12))

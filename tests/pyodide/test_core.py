@@ -22,6 +22,7 @@ from docpilot_runtime.bundle.schema import (
     SiteInfo,
     UnitRecord,
 )
+from docpilot_runtime.bundle.shards import MANIFEST_NAME, encode_shards
 from docpilot_runtime.bundle.write import encode_static
 from docpilot_runtime.reply.passages import excerpt, passages_markdown
 from docpilot_runtime.retrieve.gate import calibrate_mode
@@ -252,6 +253,35 @@ def test_check_finds_a_credential_and_its_span() -> None:
     assert browser.check("what is a GitHub token?") == {"credential": None, "dropped": []}
 
 
+def test_an_excerpt_quotes_the_sentence_that_matched_whole() -> None:
+    text = (
+        "Builds are fast. The embeddings are cached per project, e.g. under the user's "
+        "cache folder, and reused by every build. Unrelated filler follows here.\n\n"
+        "Some other paragraph mentions the cache once."
+    )
+    # Not split at "e.g.", and nothing stitched from another paragraph.
+    assert excerpt("where are embeddings cached per project", text) == (
+        "The embeddings are cached per project, e.g. under the user's cache folder, and "
+        "reused by every build."
+    )
+
+
+def test_an_excerpt_never_cuts_a_code_span_or_loses_the_match() -> None:
+    text = "Set `exclude: [a. B]` to skip pages. Then rebuild. Nothing else."
+    assert excerpt("exclude skip pages", text).startswith("Set `exclude: [a. B]` to skip pages.")
+    long = "Intro words " * 50 + "and finally the rotation interval is thirty days."
+    quoted = excerpt("rotation interval", long)
+    assert "rotation interval is thirty days." in quoted and quoted.startswith("…")
+    assert len(quoted) <= 420
+
+
+def test_an_excerpt_adds_the_neighbouring_sentence_that_shares_words() -> None:
+    text = "Keys are made in the dashboard. A key expires after a year. Billing is monthly."
+    assert excerpt("when does a key expire", text) == (
+        "Keys are made in the dashboard. A key expires after a year."
+    )
+
+
 def test_passages_treat_list_items_as_their_own_sentences() -> None:
     from docpilot_runtime.reply.passages import excerpt
 
@@ -284,3 +314,34 @@ def test_unrelated_question_in_another_language_stays_refused_after_a_covered_tu
     assert ask({"question": question})["kind"] == "refusal"
     after = _after(question, "How do I rotate an API key?")
     assert after["kind"] == "refusal" and after["rescued"] is False
+
+
+def test_the_sharded_index_answers_like_the_whole_one_fetching_only_what_it_names(
+    site: Site,
+) -> None:
+    """Under Pyodide too: each file a turn names is fetched once, results are equal."""
+    files = encode_shards(site.bundle, site.searcher.release).files
+    browser.load_manifest(files[MANIFEST_NAME])
+    fetched: set[str] = set()
+    bodies = [
+        {"question": q} for q in [*COVERED, *OFF_TOPIC, "hello!", "my key is sk-" + "a" * 40]
+    ]
+    covered = ask({"question": "How do I rotate an API key?"})
+    earlier = {"question": "How do I rotate an API key?", "kind": "passages"}
+    bodies.append({"question": "et les clés expirent quand ?", "history": [
+        {**earlier, "markdown": covered["markdown"]}]})
+    for body in bodies:
+        for _ in range(4):
+            got = json.loads(browser.ask_sharded(json.dumps(body)))
+            if "need" not in got:
+                break
+            for name in got["need"]:
+                assert name not in fetched
+                fetched.add(name)
+                browser.add_file(name, files[name])
+        got.pop("turn_id")
+        expected = ask(body)
+        expected.pop("turn_id")
+        assert got == expected, body
+    assert got["rescued"] is True  # the follow-up, through a cognate in its word's shard
+    assert fetched < set(files) - {MANIFEST_NAME}

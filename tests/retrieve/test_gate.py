@@ -16,6 +16,7 @@ from docpilot_runtime.retrieve.gate import (
     gate_score,
     margin,
     quantile,
+    shares_a_word,
 )
 from docpilot_runtime.retrieve.lexical import LexicalDoc, LexicalIndex, build_lexical
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS
@@ -62,13 +63,13 @@ def test_clips_come_from_the_retrieval_params() -> None:
 
 
 def test_anchors_keep_their_minimum_span_when_probes_barely_differ() -> None:
-    covered = [Signals(lexical_strength=0.31, lexical_margin=0.2)] * 5
-    uncovered = [Signals(lexical_strength=0.30, lexical_margin=0.2)] * 5
+    covered = [Signals(known_share=0.91, names_known=1.0)] * 5
+    uncovered = [Signals(known_share=0.90, names_known=1.0)] * 5
     params = calibrate_mode("lexical", covered, uncovered, uncovered)
-    span = params.anchors["lexical_strength"]
-    assert span.covered - span.uncovered == pytest.approx(
-        DEFAULT_PARAMS.min_span["lexical_strength"]
-    )
+    span = params.anchors["known_share"]
+    assert span.covered - span.uncovered == pytest.approx(DEFAULT_PARAMS.min_span["known_share"])
+    # A signal on a scale of its own keeps that scale, whatever the probes' medians.
+    assert params.anchors["names_known"] == Anchor(*DEFAULT_PARAMS.fixed_anchors["names_known"])
     assert (
         DEFAULT_PARAMS.threshold_range[0] <= params.threshold <= DEFAULT_PARAMS.threshold_range[1]
     )
@@ -77,11 +78,22 @@ def test_anchors_keep_their_minimum_span_when_probes_barely_differ() -> None:
 
 def test_uncalibrated_fallback_weighs_only_its_modes_signals() -> None:
     lexical, hybrid = default_params("lexical"), default_params("hybrid")
-    assert set(lexical.anchors) == {"lexical_strength", "lexical_coverage", "known_share"}
+    assert set(lexical.anchors) == set(DEFAULT_PARAMS.gate_weights["lexical"])
+    assert not any(name.startswith("dense") for name in lexical.anchors)
     assert set(hybrid.weights) == set(DEFAULT_PARAMS.gate_weights["hybrid"])
     assert sum(hybrid.weights.values()) == pytest.approx(1.0)
     dense_only = Signals(dense_strength=1.0, dense_margin=1.0)
     assert gate_score(dense_only, lexical) < gate_score(dense_only, hybrid)
+
+
+def test_a_question_sharing_no_word_with_the_docs_never_passes() -> None:
+    """Whatever its score: the dense channel alone cannot carry it (a Japanese question on
+    an English site has a cosine like a covered question's)."""
+    params = default_params("hybrid")
+    foreign = Signals(dense_strength=0.9, dense_margin=0.2, names_known=1.0, known_share=0.0)
+    assert gate_score(foreign, params) >= params.threshold  # the score alone would pass it
+    assert not shares_a_word(foreign)
+    assert shares_a_word(dataclasses.replace(foreign, known_share=0.2))
 
 
 _UNITS = [

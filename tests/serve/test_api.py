@@ -572,6 +572,22 @@ def test_json_content_type_with_charset_is_accepted(client: httpx.Client) -> Non
     assert _post_raw(client, raw, "application/json; charset=utf-8").status_code == 200
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_a_body_that_is_not_plain_utf8_is_a_400(client: httpx.Client, encoding: str) -> None:
+    # JSON between systems is UTF-8 (RFC 8259): what Python's decoder would guess from
+    # other encodings is refused, not read.
+    raw = json.dumps({"question": SOCIAL}).encode(encoding)
+    error = _error(_post_raw(client, raw, "application/json"), 400)
+    assert error["field"] == "body" and "UTF-8" in error["message"]
+
+
+@pytest.mark.parametrize("charset", ["utf-16", "latin-1", "utf-32le"])
+def test_a_charset_other_than_utf8_is_a_415(client: httpx.Client, charset: str) -> None:
+    raw = json.dumps({"question": SOCIAL}).encode()
+    response = _post_raw(client, raw, f"application/json; charset={charset}")
+    assert _error(response, 415)["field"] == "body"
+
+
 def test_unknown_api_path_is_a_json_404_and_wrong_method_a_405(client: httpx.Client) -> None:
     assert _error(client.get("/api/nothing-here"), 404)["field"] == "path"
     response = client.get("/api/ask")

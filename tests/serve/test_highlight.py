@@ -7,14 +7,12 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-from collections.abc import Iterator
 
 import httpx
 import pytest
 from docpilot_runtime.serve.highlight import MAX_HIGHLIGHT_CHARS, code_tokens, highlight_blocks
 from docpilot_runtime.shared.markdown_tree import Node
-from servers.runtime import RunningServer
-from servers.runtime import example_server as example_server  # session fixture
+from servers.asgi import example_client as example_client  # module fixture
 
 YAML = 'plugins:\n  - docpilot:\n      exclude: ["drafts/*"]  # not indexed\n'
 
@@ -48,9 +46,8 @@ def test_highlighting_copies_the_tree_and_reaches_nested_code() -> None:
 
 
 @pytest.fixture(scope="module")
-def client(example_server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=example_server.base_url, timeout=60) as http:
-        yield http
+def client(example_client: httpx.Client) -> httpx.Client:
+    return example_client
 
 
 def _pres(nodes: list[Node]) -> list[dict[str, object]]:

@@ -106,6 +106,16 @@ def test_metrics_count_turns_latencies_provider_errors_caps_and_queues(
     assert COVERED not in response.text and REFUSED[0] not in response.text
 
 
+def test_a_wrong_method_on_metrics_is_a_json_405_like_the_api(example_site: Path) -> None:
+    settings = Settings(records=RecordsSettings(enabled=False),
+                        metrics=MetricsSettings(enabled=True))
+    with serve_app(create_app(example_site, settings)) as live:
+        response = httpx.post(f"{live.base_url}/metrics", content=b"x")
+    assert response.status_code == 405 and "GET" in response.headers["allow"]
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["error"]["field"] == "method"
+
+
 def test_two_apps_in_one_process_keep_their_own_counts(example_site: Path) -> None:
     settings = Settings(records=RecordsSettings(enabled=False),
                         metrics=MetricsSettings(enabled=True))

@@ -7,10 +7,9 @@ import gzip
 from pathlib import Path
 
 import brotli
-import httpx
 from docpilot_runtime.serve.precompressed import accepted
 from docpilot_runtime.serve.site_files import SiteFiles
-from servers.runtime import serve_app
+from servers.asgi import in_process
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
@@ -29,7 +28,7 @@ def test_site_files_send_the_sibling_the_browser_accepts(tmp_path: Path) -> None
     (tmp_path / "core.wasm.br").write_bytes(brotli.compress(wasm))
     (tmp_path / "page.html").write_text("<p>plain</p>", encoding="utf-8")
     app = Starlette(routes=[Mount("/", app=SiteFiles(directory=tmp_path, html=True))])
-    with serve_app(app) as running, httpx.Client(base_url=running.base_url) as client:
+    with in_process(app) as client:
         for accept, encoding in (("gzip, br", "br"), ("gzip", "gzip"), ("identity", None)):
             response = client.get("/core.wasm", headers={"Accept-Encoding": accept})
             assert response.status_code == 200

@@ -18,7 +18,8 @@ from docpilot_runtime.serve.app import create_app
 from docpilot_runtime.settings.load import Settings
 from secrets_in_requests import PLACES, QUESTION, SECRETS, _body
 from servers.anthropic_messages import AnthropicServer, answer_reply
-from servers.runtime import NO_CAPS, serve_app
+from servers.asgi import in_process
+from servers.runtime import NO_CAPS
 
 
 @pytest.fixture
@@ -37,10 +38,8 @@ def scripted(example_site: Path) -> Iterator[tuple[AnthropicServer, httpx.Client
         provider = ProviderSettings(
             kind="anthropic", base_url=model.base_url, model="anthropic-test-model"
         )
-        with (
-            serve_app(create_app(example_site, Settings(providers=(provider,), caps=NO_CAPS))) as running,
-            httpx.Client(base_url=running.base_url, timeout=60) as client,
-        ):
+        settings = Settings(providers=(provider,), caps=NO_CAPS)
+        with in_process(create_app(example_site, settings)) as client:
             yield model, client
 
 

@@ -233,27 +233,8 @@ def test_slow_feedback_is_cut_off_too(strict_server: RunningServer) -> None:
         sock.close()
 
 
-def test_past_the_connection_limit_new_requests_get_503(example_site: Path) -> None:
-    settings = Settings(caps=LimitSettings(body_read_seconds=60, max_connections=2))
-    app = build_app(load_runtime(example_site, settings), example_site)
-    with serve_app(app, settings=settings) as running:
-        # uvicorn counts every open connection when it reads a request, the asking one
-        # too: one held request plus the poll is the limit of 2. The poll starts only once
-        # the held request is being served (its task runs), or the two race and uvicorn
-        # may refuse the held one instead.
-        held = open_slow_request(running.base_url)
-        try:
-            state = running.server.server_state
-            deadline = time.monotonic() + 30
-            while not state.tasks and time.monotonic() < deadline:
-                time.sleep(0.01)  # polled: the server accepts and parses it in its thread
-            assert len(state.tasks) == 1, "the held request was never served"
-            assert raw_get(running.base_url, "/api/health") == 503
-            held.settimeout(0.2)  # the held request is still waiting for its body, unanswered
-            with pytest.raises(TimeoutError):
-                held.recv(1)
-        finally:
-            held.close()
+# Past the connection limit the API answers 503 while pages and health are served:
+# tests/serve/test_connections.py.
 
 
 # ---------------------------------------------------------------------- logs

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 import uvicorn
 from docpilot_runtime.serve.app import create_app
+from docpilot_runtime.serve.connections import ConnectionLimits
+from docpilot_runtime.serve.front_door import DoorServer
 from docpilot_runtime.serve.server import uvicorn_config
 from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings
@@ -58,21 +60,28 @@ def _wait_until_started(server: uvicorn.Server, thread: threading.Thread) -> Non
 
 @contextmanager
 def serve_app(
-    app: ASGIApp, host: str = "127.0.0.1", settings: Settings | None = None, **options: Any
+    app: ASGIApp, host: str = "127.0.0.1", settings: Settings | None = None,
+    front_door: bool = False, **options: Any,
 ) -> Iterator[RunningServer]:
     """Serve ``app`` on a free port of ``host`` for the duration of the block, configured
-    as `docpilot serve` configures uvicorn for ``settings`` (``options`` override)."""
+    as `docpilot serve` configures uvicorn for ``settings`` (``options`` override); with
+    ``front_door``, accepted by the front door's thread as `docpilot serve` accepts."""
     # port=0: the kernel picks a free port, so parallel runs cannot collide.
     # log_config=None: leave the process's logging alone, so caplog sees every record.
     # The configuration of `docpilot serve` (connection limits, no proxy headers).
     chosen = {"log_level": "warning", "log_config": None, **options}
-    config = uvicorn_config(app, settings or Settings(), host, 0, **chosen)
-    server = uvicorn.Server(config)
+    settings = settings or Settings()
+    config = uvicorn_config(app, settings, host, 0, **chosen)
+    server = (DoorServer(config, ConnectionLimits.of(settings.caps)) if front_door
+              else uvicorn.Server(config))
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
     thread.start()
     try:
         _wait_until_started(server, thread)
-        port = server.servers[0].sockets[0].getsockname()[1]
+        if isinstance(server, DoorServer):
+            port = server.listeners[0].getsockname()[1]
+        else:
+            port = server.servers[0].sockets[0].getsockname()[1]
         yield RunningServer(f"http://{host}:{port}", app, server, thread)
     finally:
         server.should_exit = True

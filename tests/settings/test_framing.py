@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
@@ -14,8 +13,7 @@ import httpx
 import pytest
 from docpilot_runtime.shared.framing import ENGLISH, FIELDS, FRAMINGS, framing_for
 from docpilot_runtime.shared.types import Limits, RequestError, parse_ask_request
-from servers.runtime import RunningServer
-from servers.runtime import example_server as example_server  # session fixture
+from servers.asgi import example_client as example_client  # module fixture
 
 LANGUAGES = ("en", "de", "fr", "es", "pt", "it", "ja", "zh", "ko", "hi")
 COVERED = "How do I exclude a page from the assistant?"
@@ -23,9 +21,8 @@ OFF_TOPIC = "What is the best recipe for sourdough bread?"
 
 
 @pytest.fixture(scope="module")
-def client(example_server: RunningServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=example_server.base_url, timeout=60) as http:
-        yield http
+def client(example_client: httpx.Client) -> httpx.Client:
+    return example_client
 
 
 def events(client: httpx.Client, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

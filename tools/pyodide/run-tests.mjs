@@ -18,6 +18,7 @@ const CORE_TESTS = [
   "tests/screen/test_credentials.py",
   "tests/screen/test_social.py",
   "tests/screen/test_screening.py",
+  "tests/screen/test_credential_disguises.py",
   "tests/check/test_validate.py",
   "tests/answer/test_memory.py",
   "tests/retrieve/test_gate.py",

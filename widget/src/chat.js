@@ -2,7 +2,8 @@
  * index), drawing each turn and its result, and keeping the chat across page loads.
  *
  * Privacy: nothing the reader writes is stored or sent before their first question. At the
- * first sign of intent (pointer or focus on the launcher, the shortcut) the widget fetches
+ * first sign of intent (pointer or focus on the launcher, the shortcut, typing in the
+ * theme's search box) the widget fetches
  * Pyodide and asks the runtime's /api/health whether it is there; that carries nothing of the
  * reader's. Every question first goes through the credential check in the Pyodide worker
  * (worker.js), with its quote, page and history; a question or quote holding a secret is

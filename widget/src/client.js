@@ -71,11 +71,12 @@ export function bootWorker() {
 
 let loading = null;
 
-/** docpilot/static.json into the worker, once. When it fails after falling back, the
+/** Static mode's index into the worker, once: the sharded one's manifest (the worker
+ * fetches the rest as questions need it). When it fails after falling back, the
  * site's own server is gone as well (`docpilot serve` stopped): that is one state, the
  * runtime down (`down`), and the next question looks for the runtime again. */
 export function loadStatic() {
-  loading ||= call("load", { bundleUrl: new URL("docpilot/static.json", ROOT).href }).catch((error) => {
+  loading ||= call("load", { bundleUrl: new URL("docpilot/static/manifest.json", ROOT).href }).catch((error) => {
     loading = null;
     const down = FELL_BACK;
     if (down) {

@@ -63,9 +63,11 @@ export function link(href, text) {
   const a = el("a", null, text);
   a.href = href;
   // Same-site links stay in the tab (Material's instant navigation keeps the panel).
+  // Off-site ones (the server marks them `external` and shows their domain) open apart,
+  // passing on no referrer or ranking.
   if (new URL(href).origin !== location.origin) {
     a.target = "_blank";
-    a.rel = "noopener noreferrer";
+    a.rel = "nofollow noopener noreferrer";
   }
   return a;
 }

@@ -20,6 +20,9 @@ export function searchHandoff(widget) {
   for (const [input, results, after] of SEARCHES) {
     const box = document.querySelector(input);
     const list = document.querySelector(results);
+    // A reader typing a search may be about to ask: start the worker (a sign of intent,
+    // like the pointer on the launcher), so its boot runs while they type.
+    box?.addEventListener("input", () => widget.prepare(), { once: true });
     if (!CONFIG.search_handoff || !box || !list) continue;
     const query = () => box.value.trim();
     const entry = button("dp-search", null, () => {

@@ -133,6 +133,7 @@ export class Panel {
       ev.stopPropagation(); // not a page anchor for Material's instant navigation
       this.open();
     });
+    skip.addEventListener("focus", () => this.prepare(), { once: true });
     document.querySelector(".md-skip")?.after(skip) ?? document.body.prepend(skip);
     searchHandoff(this);
     this.label();

@@ -28,6 +28,19 @@ function codeBlock(node) {
   return box;
 }
 
+const ALIGN = /^(left|center|right)$/;
+
+/** A task list item (GFM `- [x]`) as Material draws the site's own: a disabled checkbox
+ * first in the item, named by the item's text for screen readers. */
+function taskBox(item, node) {
+  item.className = "task-list-item";
+  const box = item.appendChild(el("input"));
+  box.type = "checkbox";
+  box.disabled = true;
+  box.defaultChecked = node.checked;
+  box.setAttribute("aria-label", textOf(node.c).replace(/\s+/g, " ").trim().slice(0, 200));
+}
+
 /** A DocumentFragment of `nodes`, built with createElement and text nodes only, iteratively
  * (no tree can exhaust the stack). `ctx.cite(n)` draws citation n, or null for its "[n]" text. */
 export function tree(nodes, ctx) {
@@ -68,6 +81,8 @@ export function tree(nodes, ctx) {
     } else if (TAGS.has(t)) {
       child = el(t);
       if (t === "ol" && Number(node.start) > 1) child.start = Number(node.start);
+      if ((t === "th" || t === "td") && ALIGN.test(node.align)) child.style.textAlign = node.align;
+      if (t === "li" && typeof node.checked === "boolean") taskBox(child, node);
       // A wide table scrolls sideways in its own box, as Material wraps the page's tables.
       if (t === "table") (box = el("div", "md-typeset__scrollwrap")).appendChild(el("div", "md-typeset__table")).append(child);
     }
@@ -82,7 +97,7 @@ export const blocksOf = (r) => r.blocks || String(r.markdown || "").split(/\n\s*
 
 // ------------------------------------------------------------ the tree as Markdown to paste
 
-const INLINE = /^(em|strong|a|code|br|cite)$/;
+const INLINE = /^(em|strong|del|a|code|br|cite)$/;
 
 /** Inline nodes as Markdown: no backslash escapes (this text is pasted and read, not parsed
  * back), links with their absolute URL, citations as [n]. */
@@ -90,7 +105,7 @@ const inlineMarkdown = (nodes) => nodes.map((n) => {
   const t = n?.t;
   const inner = () => inlineMarkdown(n.c || []);
   return typeof n === "string" ? n : t === "cite" ? `[${n.n}]` : t === "br" ? "\n" : t === "code" ? `\`${textOf(n.c)}\``
-    : t === "em" ? `*${inner()}*` : t === "strong" ? `**${inner()}**`
+    : t === "em" ? `*${inner()}*` : t === "strong" ? `**${inner()}**` : t === "del" ? `~~${inner()}~~`
     : t === "a" ? `[${inner()}](${safeHref(String(n.href || "")) || ""})` : inner();
 }).join("");
 
@@ -113,7 +128,8 @@ function blockMarkdown(nodes, gap = "\n\n") {
     else if (t === "blockquote") out.push(blockMarkdown(c).replace(/^/gm, "> "));
     else if (t === "ul" || t === "ol") {
       const mark = (i) => (t === "ol" ? `${(Number(n.start) || 1) + i}.` : "-");
-      out.push(c.map((li, i) => `${mark(i)} ${blockMarkdown(li.c || [], "\n").replace(/\n/g, "\n   ")}`).join("\n"));
+      const task = (li) => (typeof li.checked === "boolean" ? (li.checked ? "[x] " : "[ ] ") : "");
+      out.push(c.map((li, i) => `${mark(i)} ${task(li)}${blockMarkdown(li.c || [], "\n").replace(/\n/g, "\n   ")}`).join("\n"));
     } else if (t === "table") {
       // Rows from thead/tbody (or bare), cells' pipes escaped: the one escape a table needs.
       const rows = c.flatMap((g) => (g.t === "tr" ? [g] : g.c || [])).map((tr) => `| ${(tr.c || []).map((cell) => inlineMarkdown(cell.c || []).replace(/\|/g, "\\|")).join(" | ")} |`);

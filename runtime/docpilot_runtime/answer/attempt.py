@@ -36,6 +36,7 @@ from docpilot_runtime.answer.replies import (
     only_declines,
     text_tool_calls,
 )
+from docpilot_runtime.answer.spend import complete_within
 from docpilot_runtime.answer.stream import ReplyStream
 from docpilot_runtime.answer.tools import TurnTools
 from docpilot_runtime.check.markdown_parse import Hooks, parse, to_tree
@@ -50,7 +51,6 @@ from docpilot_runtime.shared.markdown_tree import text_of
 log = logging.getLogger("docpilot.answer")
 
 SUMMARY_CHARS = 600
-QUERY_CHARS = 80
 LAST_STEP_NOTE = "\n\n(This was the last tool step: call the answer tool now.)"
 
 
@@ -138,8 +138,9 @@ class ProviderRun:
                 self.profile.json_key,
                 self._grounded_so_far if self.profile.compact else None,
             )
-            reply = await self.provider.complete(
-                self.system, self.messages, step.tools, stream.on_delta, None, step.options
+            reply = await complete_within(
+                self.job.spend, self.provider, self.system, self.messages, step.tools,
+                stream.on_delta, None, step.options,
             )
             self._account(reply.usage)
             log.debug(
@@ -201,12 +202,11 @@ class ProviderRun:
 
     async def _announce(self, call: ToolCall) -> None:
         args = call.arguments or {}
-        # Built by us from bounded values: a tool the site does not declare is never
-        # named, and a query is one short line of plain text.
+        # Built by us from the site's own words: no text the model wrote (its search query
+        # could repeat an injected page), and a tool the site does not declare is never named.
         words = self.framing
         if call.name == "search_docs":
-            query = _bounded_line(str(args.get("query", "")), QUERY_CHARS)
-            message = _fill(words.searching_for, "{query}", query) if query else words.searching
+            message = words.searching
         elif call.name in ("fetch_section", "expand_section"):
             row = self.site.unit_rows.get(str(args.get("id", "")))
             if row is None:

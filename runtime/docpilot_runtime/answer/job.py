@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from docpilot_runtime.answer.spend import SpendGate
 from docpilot_runtime.check.validate import Piece
 from docpilot_runtime.retrieve.site import Retrieval
 from docpilot_runtime.settings.answer import AnswerSettings
@@ -44,6 +45,7 @@ class AnswerJob:
     framing: Framing = ENGLISH
     deadline: float | None = None
     earlier: str = ""
+    spend: SpendGate | None = None  # each call holds its estimate of the day's spend
 
 
 @dataclass

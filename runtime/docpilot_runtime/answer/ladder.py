@@ -22,6 +22,7 @@ import httpx
 
 from docpilot_runtime.answer.attempt import ProviderRun
 from docpilot_runtime.answer.job import Answer, AnswerJob, NoAnswer, Uncited
+from docpilot_runtime.answer.spend import SpendCapReached
 from docpilot_runtime.providers import Provider, ProviderError
 
 __all__ = ["Answer", "AnswerJob", "LadderOutcome", "ask_providers", "merge_usage"]
@@ -102,6 +103,10 @@ async def ask_providers(providers: Sequence[Provider], job: AnswerJob) -> Ladder
             outcome.uncited = True
             outcome.model_confidence = exc.model_confidence
             _record(outcome, _attempt(run, "uncited", str(exc)))
+        except SpendCapReached:
+            # No provider may be called: the caller settles as passages (spend_cap).
+            _record(outcome, _attempt(run, "failed", "the day's spend cap"))
+            return outcome
         except (ProviderError, NoAnswer, httpx.HTTPError) as exc:
             cause = str(exc) or exc.__class__.__name__
             log.warning(

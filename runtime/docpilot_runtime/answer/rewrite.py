@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from docpilot_runtime.answer.prompt import as_data
+from docpilot_runtime.answer.spend import SpendCapReached, SpendGate, complete_within
 from docpilot_runtime.providers import Message, Provider, ProviderError, Usage
 from docpilot_runtime.providers.pricing import cost_micro_usd
 
@@ -73,6 +74,7 @@ async def rewrite_question(
     earlier: Sequence[str],
     docs_language: str,
     deadline: float,
+    spend: SpendGate | None = None,
 ) -> Rewrite | None:
     """One short call that rewrites ``question`` (after the ``earlier`` questions it may
     refer to) as a standalone question in ``docs_language``; None when the call fails or
@@ -83,7 +85,12 @@ async def rewrite_question(
     messages = [Message(role="user", content="\n\n".join(parts))]
     try:
         async with asyncio.timeout_at(deadline):
-            reply = await provider.complete(system, messages, [], None, REWRITE_MAX_TOKENS)
+            reply = await complete_within(
+                spend, provider, system, messages, [], None, REWRITE_MAX_TOKENS
+            )
+    except SpendCapReached:
+        log.warning("question rewrite by %s: the day's spend cap holds no more", provider.name)
+        return None
     except TimeoutError:
         log.warning("question rewrite by %s passed its share of the turn deadline", provider.name)
         return None

@@ -44,8 +44,10 @@ from typing import Any
 from docpilot_runtime import __version__
 from docpilot_runtime.browser import pyodide_core
 from docpilot_runtime.bundle.read import load_bundle
-from docpilot_runtime.bundle.schema import BUNDLE_DIR, STATIC_NAME, Bundle
+from docpilot_runtime.bundle.schema import BUNDLE_DIR, STATIC_NAME, Bundle, unit_column
+from docpilot_runtime.bundle.shards import MANIFEST_NAME, SHARDS_DIR, encode_shards
 from docpilot_runtime.bundle.write import encode_static, write_atomic
+from docpilot_runtime.retrieve.lexical import release_pages
 
 _logger = logging.getLogger("docpilot.browser")
 
@@ -276,6 +278,35 @@ def write_static_index(site_dir: str | os.PathLike[str], bundle: Bundle | None =
     return path
 
 
+def write_sharded_index(
+    site_dir: str | os.PathLike[str], bundle: Bundle, precompress: bool = True
+) -> Path:
+    """Write the sharded static index (``bundle.shards``) into ``<site_dir>/docpilot/
+    static/``, each file with .gz/.br siblings (``precompress``); files of an earlier
+    build that are no longer named are removed. Return the manifest's path."""
+    units = bundle.units
+    titles, crumbs = unit_column(units, "title"), unit_column(units, "breadcrumb")
+    release = release_pages(zip(titles, crumbs, unit_column(units, "page"), strict=True))
+    shards = encode_shards(bundle, release)
+    root = Path(site_dir) / BUNDLE_DIR / SHARDS_DIR
+    wanted: set[Path] = set()
+    for name, data in shards.files.items():
+        path = root / name
+        wanted.add(path)
+        _write_if_changed(path, data)
+        if precompress:
+            # Content-addressed names never change content: compress only new files.
+            fresh = name == MANIFEST_NAME or not path.with_name(path.name + ".gz").is_file()
+            for suffix, packed in pyodide_core.compressed(data, pyodide_core.QUICK).items():
+                wanted.add(path.with_name(path.name + suffix))
+                if fresh:
+                    _write_if_changed(path.with_name(path.name + suffix), packed)
+    for old in list(root.rglob("*")):
+        if old.is_file() and old not in wanted:
+            old.unlink()
+    return root / MANIFEST_NAME
+
+
 def _site_files(source: PyodideSource) -> Path:
     """A directory holding SITE_FILES and their siblings for ``source``: itself when it is
     prepared, else a copy reduced and compressed once into the cache (keyed by the
@@ -342,7 +373,10 @@ def install_browser_runtime(
         if stale.name not in wanted and stale.is_file():
             stale.unlink()
     if static_mode:
+        if bundle is None:
+            bundle = load_bundle(site_dir)
         write_static_index(site_dir, bundle)
+        write_sharded_index(site_dir, bundle, precompress)
     _precompress_text(Path(site_dir) / BUNDLE_DIR, precompress)
     if missing is not None:
         warn(

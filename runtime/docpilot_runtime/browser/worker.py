@@ -20,9 +20,11 @@ from typing import Any
 
 from docpilot_runtime.bundle.read import decode_static
 from docpilot_runtime.bundle.schema import STATIC_NAME
+from docpilot_runtime.bundle.shards import MANIFEST_NAME
 from docpilot_runtime.reply.results import ask_without_model
 from docpilot_runtime.retrieve.lexical import LexicalIndex
 from docpilot_runtime.retrieve.search import Searcher
+from docpilot_runtime.retrieve.sharded import Need, ShardedSite, sharded_site
 from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.screen.credentials import carries_credential, credential_reply, screen_request
 from docpilot_runtime.shared.framing import framing_for
@@ -89,6 +91,51 @@ def load_static(data: str | bytes, prefix: str = "/", where: str = STATIC_NAME) 
     _site = static_site(data, prefix, where)
 
 
+_sharded: ShardedSite | None = None
+
+
+def load_manifest(text: str | bytes, prefix: str = "/", where: str = MANIFEST_NAME) -> None:
+    """Read the sharded static index's manifest (``docpilot/static/manifest.json``) for
+    ``ask_sharded``; its other files are added as turns ask for them (``add_file``)."""
+    global _sharded
+    _sharded = sharded_site(text, prefix, where)
+
+
+def add_file(name: str, data: Any) -> None:
+    """A file ``ask_sharded`` asked for: its path under ``static/`` and its bytes (a
+    JavaScript Uint8Array arrives as a buffer proxy)."""
+    if _sharded is None:
+        raise RuntimeError("static mode: load_manifest() has not read a manifest yet")
+    to_bytes = getattr(data, "to_bytes", None)
+    _sharded.add(name, to_bytes() if to_bytes is not None else bytes(data))
+
+
+def ask_sharded(request_json: str, max_question_chars: int | None = None) -> str:
+    """``ask_static`` over the sharded index: the result as JSON, or ``{"need": [paths]}``
+    when files are missing (fetch them, `add_file` each, and ask again)."""
+    if _sharded is None:
+        raise RuntimeError("static mode: load_manifest() has not read a manifest yet")
+    site = _sharded
+    try:
+        request = _request(request_json, max_question_chars)
+    except RequestError as exc:
+        return json.dumps(exc.to_dict(), ensure_ascii=False)
+    try:
+        result = site.run(request, lambda: ask_without_model(site, request))
+    except Need as need:
+        return json.dumps({"need": list(need.names)})
+    return json.dumps(result.to_dict(), ensure_ascii=False)
+
+
+def _request(request_json: str, max_question_chars: int | None) -> AskRequest:
+    try:
+        body = json.loads(request_json)
+    except (ValueError, RecursionError):
+        raise RequestError("body", "is not valid JSON") from None
+    limits = Limits(max_question_chars=max_question_chars) if max_question_chars else Limits()
+    return parse_ask_request(body, limits)
+
+
 def ask_static(request_json: str, max_question_chars: int | None = None) -> str:
     """One turn in static mode. Takes the JSON body of ``POST /api/ask`` (and the owner's
     ``max_question_chars``, the widget's option, when it is not the default); returns the
@@ -97,12 +144,7 @@ def ask_static(request_json: str, max_question_chars: int | None = None) -> str:
     if _site is None:
         raise RuntimeError("static mode: load_static() has not loaded an index yet")
     try:
-        try:
-            body = json.loads(request_json)
-        except (ValueError, RecursionError):
-            raise RequestError("body", "is not valid JSON") from None
-        limits = Limits(max_question_chars=max_question_chars) if max_question_chars else Limits()
-        request = parse_ask_request(body, limits)
+        request = _request(request_json, max_question_chars)
     except RequestError as exc:
         return json.dumps(exc.to_dict(), ensure_ascii=False)
     return json.dumps(ask_without_model(_site, request).to_dict(), ensure_ascii=False)

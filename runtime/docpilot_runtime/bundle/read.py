@@ -25,10 +25,11 @@ from docpilot_runtime.bundle.schema import (
     EmbedderInfo,
     Gate,
     GateParams,
+    IdSet,
     LexicalBlock,
     Page,
     SiteInfo,
-    UnitRecord,
+    UnitColumns,
     Vectors,
     bundle_path,
 )
@@ -199,12 +200,11 @@ def _pages(read: _Reader, data: Mapping[str, Any]) -> tuple[Page, ...]:
         columns[name] = column
     ids = _string_lists(read, columns["ids"], "pages.ids")
     return tuple(
-        Page(url=url, title=title, ids=frozenset(order), id_order=order)
-        for url, title, order in zip(columns["url"], columns["title"], ids, strict=True)
+        map(Page, columns["url"], columns["title"], map(IdSet, ids), ids)
     )
 
 
-def _units(read: _Reader, data: Mapping[str, Any], pages: int) -> tuple[UnitRecord, ...]:
+def _units(read: _Reader, data: Mapping[str, Any], pages: int) -> UnitColumns:
     raw = read.sub(data, "units", "")
     columns = {name: read.array(raw, name, "units") for name in UNIT_FIELDS}
     count = len(columns["id"])
@@ -218,7 +218,9 @@ def _units(read: _Reader, data: Mapping[str, Any], pages: int) -> tuple[UnitReco
         if not _all(str, columns[name]):
             i = _first_not(str, columns[name])
             raise read.fail(f"units.{name}[{i}]", "a string", columns[name][i])
-    breadcrumbs = _string_lists(read, columns["breadcrumb"], "units.breadcrumb")
+    breadcrumbs = columns["breadcrumb"]
+    if not (_all(list, breadcrumbs) and _all(str, list(chain.from_iterable(breadcrumbs)))):
+        _string_lists(read, breadcrumbs, "units.breadcrumb")  # raises, naming the entry
     page = columns["page"]
     if not (_all(int, page) and (not page or (min(page) >= 0 and max(page) < pages))):
         i = next(i for i, v in enumerate(page) if type(v) is not int or not 0 <= v < pages)
@@ -226,16 +228,8 @@ def _units(read: _Reader, data: Mapping[str, Any], pages: int) -> tuple[UnitReco
             f"{read.where}: field 'units.page[{i}]' should be a page index in "
             f"0..{pages - 1}, found {page[i]!r}"
         )
-    return tuple(
-        map(
-            UnitRecord,
-            columns["id"],
-            columns["url"],
-            columns["title"],
-            breadcrumbs,
-            columns["text"],
-            page,
-        )
+    return UnitColumns(
+        columns["id"], columns["url"], columns["title"], breadcrumbs, columns["text"], page
     )
 
 
@@ -333,6 +327,11 @@ def _gate(read: _Reader, data: Mapping[str, Any]) -> Gate:
     return Gate(method=method, **modes)
 
 
+def gate_from_static(data: Mapping[str, Any], where: str) -> Gate:
+    """The ``gate`` field of a static index or a sharded one's manifest."""
+    return _gate(_Reader(where, _Base64(where)), data)
+
+
 def _declared(read: _Reader, data: Mapping[str, Any], key: str) -> tuple[Mapping[str, Any], ...]:
     found = []
     for i, value in enumerate(read.array(data, key, "") if key in data else []):
@@ -424,18 +423,27 @@ class _Base64:
 
 
 def parse_bundle(raw: bytes, where: str) -> Bundle:
-    """Decode and check a bundle's bytes. ``where`` names the file in errors."""
+    """Decode and check a bundle's bytes. ``where`` names the file in errors.
+
+    The sha256 of the bytes (the bundle's identity, which every result carries and a
+    manifest's digest is checked against) is computed in a second thread while msgpack
+    decodes in this one: hashlib lets go of the interpreter lock, so on two cores the
+    hash costs no wall time."""
+    import hashlib  # here: static mode reads static.json, whose hash the build wrote
+    from concurrent.futures import ThreadPoolExecutor
+
     import msgpack
 
-    try:
-        data = msgpack.unpackb(raw, raw=False, strict_map_key=True)
-    except Exception as exc:  # msgpack raises several unrelated types
-        raise BundleError(
-            f"{where}: not a msgpack bundle ({exc.__class__.__name__}: {exc})"
-        ) from None
-    import hashlib  # here: static mode reads static.json, whose hash the build wrote
-
-    return decode_bundle(data, where, hashlib.sha256(raw).hexdigest())
+    with ThreadPoolExecutor(1, thread_name_prefix="bundle-sha256") as pool:
+        hashed = pool.submit(hashlib.sha256, raw)
+        try:
+            data = msgpack.unpackb(raw, raw=False, strict_map_key=True)
+        except Exception as exc:  # msgpack raises several unrelated types
+            raise BundleError(
+                f"{where}: not a msgpack bundle ({exc.__class__.__name__}: {exc})"
+            ) from None
+        digest = hashed.result().hexdigest()
+    return decode_bundle(data, where, digest)
 
 
 def decode_static(text: str | bytes, where: str = STATIC_NAME) -> Bundle:

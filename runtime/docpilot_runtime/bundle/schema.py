@@ -23,10 +23,10 @@ Schema version 2 (documented for owners in example-site's Reference > Bundle sch
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 FORMAT = "docpilot-bundle"
 VERSION = 2
@@ -76,6 +76,7 @@ class Signals:
     dense_margin: float | None = None
     lexical_coverage: float = 0.0
     known_share: float = 0.0
+    names_known: float = 1.0
 
     def get(self, name: str) -> float:
         value = getattr(self, name)
@@ -111,11 +112,42 @@ class Vectors:
     bits: bytes  # count x dims / 8 bytes, see ``dense``
 
 
+class IdSet(Set[str]):
+    """A page's heading ids as a set, made on first use: a load builds thousands of pages
+    and only the link check asks (``check.links``), for the few pages an answer links to."""
+
+    __slots__ = ("_order", "_set")
+
+    def __init__(self, order: Sequence[str]) -> None:
+        self._order = order
+        self._set: frozenset[str] | None = None
+
+    def _ids(self) -> frozenset[str]:
+        if self._set is None:
+            self._set = frozenset(self._order)
+        return self._set
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._ids()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids())
+
+    def __len__(self) -> int:
+        return len(self._ids())
+
+    def __hash__(self) -> int:
+        return hash(self._ids())
+
+    def __repr__(self) -> str:
+        return f"IdSet({sorted(self._ids())!r})"
+
+
 @dataclass(frozen=True)
 class Page:
     url: str
     title: str
-    ids: frozenset[str]
+    ids: Set[str]
     id_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
 
@@ -129,6 +161,86 @@ class UnitRecord(NamedTuple):
     breadcrumb: tuple[str, ...]
     text: str
     page: int
+
+
+class UnitColumns(Sequence[UnitRecord]):
+    """The bundle's units as it stores them, one list per field: a load keeps the decoded
+    columns as they are and makes a `UnitRecord` only for a unit that is read (a turn reads
+    a few dozen of 10,000). ``breadcrumb`` entries are lists, given out as tuples."""
+
+    __slots__ = ("breadcrumb", "id", "page", "text", "title", "url")
+
+    def __init__(
+        self,
+        id: Sequence[str],
+        url: Sequence[str],
+        title: Sequence[str],
+        breadcrumb: Sequence[Sequence[str]],
+        text: Sequence[str],
+        page: Sequence[int],
+    ) -> None:
+        self.id, self.url, self.title = id, url, title
+        self.breadcrumb, self.text, self.page = breadcrumb, text, page
+
+    @classmethod
+    def of(cls, units: Sequence[UnitRecord]) -> UnitColumns:
+        """Columns from records (a built index's units)."""
+        if isinstance(units, UnitColumns):
+            return units
+        return cls(
+            [u.id for u in units],
+            [u.url for u in units],
+            [u.title for u in units],
+            [u.breadcrumb for u in units],
+            [u.text for u in units],
+            [u.page for u in units],
+        )
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+    @overload
+    def __getitem__(self, index: int) -> UnitRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[UnitRecord, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> UnitRecord | tuple[UnitRecord, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        return UnitRecord(
+            self.id[index],
+            self.url[index],
+            self.title[index],
+            tuple(self.breadcrumb[index]),
+            self.text[index],
+            self.page[index],
+        )
+
+    def __iter__(self) -> Iterator[UnitRecord]:
+        return map(
+            UnitRecord,
+            self.id, self.url, self.title, map(tuple, self.breadcrumb), self.text, self.page
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or len(other) != len(self):
+            return False
+        return all(a == b for a, b in zip(self, other, strict=False))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"UnitColumns({len(self)} units)"
+
+
+def unit_column(units: Sequence[Any], name: str) -> Sequence[Any]:
+    """One field of every unit: the stored column itself when ``units`` keeps columns."""
+    if isinstance(units, UnitColumns):
+        column: Sequence[Any] = getattr(units, name)
+        return column
+    return [getattr(u, name) for u in units]
 
 
 @dataclass(frozen=True)
@@ -178,7 +290,7 @@ class Bundle:
     embedder: EmbedderInfo | None
     vectors: Vectors | None
     pages: tuple[Page, ...]
-    units: tuple[UnitRecord, ...]
+    units: Sequence[UnitRecord]  # `UnitColumns` when read from a file
     lexical: LexicalBlock
     gate: Gate
     tools: tuple[Mapping[str, Any], ...] = ()

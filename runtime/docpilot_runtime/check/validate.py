@@ -16,9 +16,17 @@ only once the next block has begun outside it, at a line that starts no list ite
 quote or indented block (its first character decides, so the cut comes as soon as that
 character arrives). Reference definitions are off, so nothing later changes what came
 before. Each piece is validated once, so the cost is linear in the answer's length and
-the streamed pieces are exactly the batch result. Nothing is released before the first
-valid citation; the prompt asks for one on the first claim, so a cited first paragraph
-shows as soon as its blank line arrives.
+the streamed pieces are exactly the batch result.
+
+What is shown when: nothing before the first valid citation (an answer that never cites
+becomes a refusal, so until then none of it may be shown); from that citation on, every
+validated piece as soon as it is cut, and the block still being written as a validated
+draft. The first citation is looked for as each chunk arrives: when the open block
+gains a marker naming an excerpt this turn emitted, the block is read at once and
+shown up to that marker with the pieces held before it, so a model that cites at the
+end of a sentence, a list item or a paragraph shows its text the moment that citation
+is complete, not when its block ends. Later drafts are read when the open block has
+doubled (a linear cost in total).
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from docpilot_runtime.check.citations import PRIVATE, Citations, Source
-from docpilot_runtime.check.links import LinkPolicy
+from docpilot_runtime.check.links import LinkPolicy, mark_offsite_links
 from docpilot_runtime.check.markdown_parse import Hooks, parse, to_tree
 from docpilot_runtime.settings.answer import MAX_ANSWER_CHARS
 from docpilot_runtime.shared.fences import FenceTracker
@@ -61,6 +69,9 @@ _DRAFT_STEP = 200
 # An open block longer than this is not drafted again: its rest shows once it is settled,
 # which bounds what one feed() can cost.
 DRAFT_LIMIT = 3000
+# Before anything is shown, a new marker in the open block is looked for in each chunk
+# holding a "]"; a block is read early for one at most once per this many characters.
+_CITE_STEP = 64
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,8 @@ class StreamValidator:
         self._finished = False
         self._draft_at = 0  # length of the open tail when it was last drafted
         self._draft: list[Node] = []
+        self._shown = False  # a piece has been released
+        self._markers_seen = 0  # valid markers found in the open tail so far
 
     # -- reading one piece
 
@@ -130,7 +143,9 @@ class StreamValidator:
     def _first_reading(self, raw: str) -> list[Node]:
         marked = self.citations.mark(raw)
         hooks = Hooks(text=self.citations.expand, code=self.citations.verbatim, link=self._link)
-        return to_tree(parse(marked), hooks)
+        blocks = to_tree(parse(marked), hooks)
+        mark_offsite_links(blocks, self.delinked)
+        return blocks
 
     @staticmethod
     def _second_reading(text: str, hrefs: set[str]) -> list[Node]:
@@ -173,6 +188,7 @@ class StreamValidator:
         hrefs = set(_hrefs(blocks))
         second = to_markdown(blocks, cite=lambda n: f"{_SECOND_CITE}{n}]")
         blocks = self._second_reading(second, hrefs)
+        mark_offsite_links(blocks, self.delinked)  # the marks the text does not carry
         markdown = second.replace(_CITE_MARK, "")
         if not blocks:
             return
@@ -230,15 +246,33 @@ class StreamValidator:
         container (it starts no list item, quote or indented block)."""
         return bool(line.strip()) and not line.startswith(_CONTINUES)
 
-    def _drafted(self) -> bool:
-        """Read the open tail provisionally when it has grown enough; True when the
-        draft changed. Citation numbers given out here are taken back."""
+    def _citation_arrived(self, delta: str) -> bool:
+        """Before anything is shown: whether the open tail gained a marker naming an
+        excerpt this turn emitted (markers only, no parse; one inside code is found too,
+        and then the early reading shows nothing)."""
+        tail = len(self._buf)
+        if self._shown or self._full or "]" not in delta or tail > DRAFT_LIMIT:
+            return False
+        if self._markers_seen and tail < self._draft_at + _CITE_STEP:
+            return False
+        saved = self.citations.snapshot()
+        found = len(cites_in(self.citations.expand(self.citations.mark(self._buf))))
+        self.citations.restore(saved)
+        if found <= self._markers_seen:
+            return False
+        self._markers_seen = found
+        return True
+
+    def _drafted(self, early: bool = False) -> bool:
+        """Read the open tail provisionally when it has grown enough (or ``early``, for a
+        citation that just arrived); True when the draft changed. Citation numbers given
+        out here are taken back."""
         tail = len(self._buf)
         if tail < self._draft_at:  # a piece was cut off: a new block is open
             self._draft_at = 0
         if self._full or tail > DRAFT_LIMIT:
             return False
-        if tail < max(self._draft_at * 2, self._draft_at + _DRAFT_STEP):
+        if not early and tail < max(self._draft_at * 2, self._draft_at + _DRAFT_STEP):
             return False
         self._draft_at = tail
         saved = self.citations.snapshot()
@@ -257,6 +291,7 @@ class StreamValidator:
         held, self._held = self._held, []
         if self._finished:
             self._draft = []
+        self._shown = True
         return Piece(
             "".join(p.markdown for p in held),
             [b for p in held for b in p.blocks],
@@ -268,12 +303,13 @@ class StreamValidator:
         show (None when nothing is)."""
         if self._finished:
             raise RuntimeError("feed() after finish()")
-        self._buf += PRIVATE.sub("", delta.replace("\r", "").replace("\x00", ""))
+        clean = PRIVATE.sub("", delta.replace("\r", "").replace("\x00", ""))
+        self._buf += clean
         cut_before = len(self._markdown)
         self._cut_pieces()
         if len(self._markdown) > cut_before:
-            self._draft, self._draft_at = [], 0
-        return self._release(self._drafted())
+            self._draft, self._draft_at, self._markers_seen = [], 0, 0
+        return self._release(self._drafted(early=self._citation_arrived(clean)))
 
     def finish(self) -> Piece | None:
         """The rest of the validated answer (None when no valid citation ever came)."""

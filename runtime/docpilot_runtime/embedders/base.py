@@ -32,6 +32,10 @@ class Embedder(Protocol):
     model: str
     dims: int
     needs_centering: bool  # True: take sign bits after subtracting the corpus mean vector
+    # The leading characters of each passage the indexer gives it (0: the whole text). A
+    # slow embedder reads a section's opening, where its subject is named, and the build
+    # stays within minutes (``passage_prefix``); the cache key hashes that prefix.
+    passage_chars: int
 
     def embed_passages(self, texts: Sequence[str]) -> FloatArray:
         """Embed documents: (n, dims) float32, rows L2-normalised."""
@@ -63,3 +67,14 @@ def l2_normalise_rows(matrix: FloatArray) -> FloatArray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     np.divide(matrix, norms, out=matrix, where=norms > 0)
     return matrix
+
+
+def passage_prefix(text: str, chars: int) -> str:
+    """The first ``chars`` characters of ``text`` (all of it when ``chars`` is 0 or the text
+    is shorter), cut back to the last space when one falls in the final fifth, so a
+    word is not split in two."""
+    if chars <= 0 or len(text) <= chars:
+        return text
+    cut = text[:chars]
+    space = cut.rfind(" ")
+    return cut[:space] if space >= chars * 4 // 5 else cut

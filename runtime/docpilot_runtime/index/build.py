@@ -38,8 +38,9 @@ from docpilot_runtime.bundle.schema import (
 )
 from docpilot_runtime.bundle.write import encode_bundle, write_atomic
 from docpilot_runtime.embedders import Embedder, EmbedderError, load_embedder
+from docpilot_runtime.embedders.base import passage_prefix
 from docpilot_runtime.index.cache import EmbeddingCache, cache_key
-from docpilot_runtime.index.calibrate import calibrate_gate
+from docpilot_runtime.index.calibrate import calibrate_gate, calibration_fingerprint
 from docpilot_runtime.index.html_sections import PageError, parse_page
 from docpilot_runtime.index.llms_txt import NavEntry, write_agent_files
 from docpilot_runtime.index.repeats import index_repeats_once
@@ -135,7 +136,11 @@ def _embed(
 ) -> np.ndarray:
     """Vectors for every unit, from the cache where possible."""
     embedder_id = f"{embedder.name}/{embedder.model}"
-    texts = [u.embed_text() for u in units]
+    # What the embedder reads of each unit (a slow one, only its opening): the cache key
+    # hashes exactly that, so changing the prefix re-embeds. Embedders that do not say
+    # read the whole text.
+    chars = getattr(embedder, "passage_chars", 0)
+    texts = [passage_prefix(u.embed_text(), chars) for u in units]
     keys = [cache_key(embedder_id, embedder.dims, t) for t in texts]
     out = np.zeros((len(units), embedder.dims), dtype=np.float32)
     missing: list[int] = []
@@ -181,9 +186,11 @@ def _build_key(
     sources: Sequence[PageSource],
     contents: Sequence[bytes],
 ) -> bytes:
-    """Everything a bundle depends on: our version, the options, the embedder and every
-    page's url, flags and bytes. Equal keys give equal bundles."""
+    """Everything a bundle depends on: our version, the options, the gate's calibration
+    (its tunables and probes, which change between releases while they are tuned), the
+    embedder and every page's url, flags and bytes. Equal keys give equal bundles."""
     digest = hashlib.sha256(f"{__version__}\0{VERSION}\0{options!r}\0".encode())
+    digest.update(calibration_fingerprint())
     if embedder is not None:
         digest.update(f"{embedder.name}/{embedder.model}/{embedder.dims}\0".encode())
     for source, raw in zip(sources, contents, strict=True):

@@ -6,8 +6,10 @@ the indexer works for any generator that writes heading ids (MkDocs, Zensical,
 MkDocs 2.0, hand-written HTML).
 
 Text is rendered as light Markdown so excerpts stay readable: code blocks fenced
-(and treated as one block, never cut), tables as pipe rows, list items with
-dashes, admonition and tab titles on their own line. Navigation, headers,
+(and treated as one block, never cut), inline code as code spans (a literal backtick
+in prose escaped, so a reader of the text pairs them right), tables as pipe rows,
+list items with dashes, admonition and tab titles on their own line. Headings stay
+plain text: a section's title is a label. Navigation, headers,
 footers, permalink symbols, scripts and anything marked ``data-search-exclude``
 are left out.
 """
@@ -151,9 +153,50 @@ def _drop_chrome(root: etree._Element) -> None:
             el.drop_tree()  # keeps the tail text
 
 
-def _inline(el: etree._Element) -> str:
-    text = "".join(el.itertext())
+def _collapse(text: str) -> str:
     return _SPACE.sub(" ", _NEWLINES.sub(" ", text)).strip()
+
+
+def _plain(el: etree._Element) -> str:
+    """An element's text on one line, as a label (a heading's title)."""
+    return _collapse("".join(el.itertext()))
+
+
+def _code_span(code: str) -> str:
+    code = _collapse(code)
+    if not code:
+        return ""
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if code[0] == "`" or code[-1] == "`" else ""
+    return f"{ticks}{pad}{code}{pad}{ticks}"
+
+
+def _prose(text: str | None) -> str:
+    return (text or "").replace("`", "\\`")
+
+
+def _inline_parts(el: etree._Element, out: list[str]) -> None:
+    """The text under ``el`` with its <code> elements as code spans; backticks in the
+    rest escaped."""
+    out.append(_prose(el.text))
+    for child in el:
+        _inline_child(child, out)
+        out.append(_prose(child.tail))
+
+
+def _inline_child(child: etree._Element, out: list[str]) -> None:
+    if child.tag == "code":
+        out.append(_code_span("".join(child.itertext())))
+    elif isinstance(child.tag, str):
+        _inline_parts(child, out)
+
+
+def _inline(el: etree._Element) -> str:
+    """An element's inline content on one line, inline code kept as code spans."""
+    parts: list[str] = []
+    _inline_parts(el, parts)
+    return _collapse("".join(parts))
 
 
 def _code_language(pre: etree._Element) -> str:
@@ -200,7 +243,7 @@ class _Walker:
             self.sections[-1].blocks.append(Block(text=text, code=code))
 
     def heading(self, el: etree._Element, level: int) -> None:
-        self.sections.append(Section(level=level, anchor=el.get("id"), title=_inline(el)))
+        self.sections.append(Section(level=level, anchor=el.get("id"), title=_plain(el)))
 
     def walk(self, el: etree._Element, prefix: str = "") -> None:
         tag = el.tag
@@ -236,11 +279,11 @@ class _Walker:
         if not has_blocks:
             self.emit(prefix + _inline(el))
             return
-        inline: list[str] = [el.text or ""]
+        inline: list[str] = [_prose(el.text)]
 
         def flush() -> None:
             nonlocal prefix
-            text = _SPACE.sub(" ", _NEWLINES.sub(" ", "".join(inline))).strip()
+            text = _collapse("".join(inline))
             if text:
                 self.emit(prefix + text)
                 prefix = ""
@@ -251,13 +294,13 @@ class _Walker:
                 flush()
                 self.walk(child)
             else:
-                inline.append("".join(child.itertext()))
-            inline.append(child.tail or "")
+                _inline_child(child, inline)
+            inline.append(_prose(child.tail))
         flush()
 
     def tabs(self, el: etree._Element) -> None:
         """Content tabs: each tab's label on its own line, then its content."""
-        labels = [_inline(lab) for lab in el.iter("label")]
+        labels = [_plain(lab) for lab in el.iter("label")]
         blocks = [
             b
             for b in el.iter("div")
@@ -278,7 +321,7 @@ def _page_title(doc: etree._Element, sections: list[Section]) -> str:
             return section.title
     titles = doc.xpath("//title")
     if titles:
-        return _inline(titles[0])
+        return _plain(titles[0])
     return ""
 
 

@@ -63,9 +63,44 @@ OFF_TOPIC = (
     "富士山の高さはどれくらいですか？",
     "おいしいラーメンの作り方を教えてください",
     "Какая самая длинная река в мире?",
-    "Qual è la ricetta della carbonara?",
+    "Come si prepara un buon tiramisù?",
     "How much should I tip a taxi driver in New York?",
     "What is the meaning of life?",
     "How do I meditate for stress relief?",
     "When is the next full moon?",
+)
+
+# Probes shaped like the real off-topic questions a docs site gets (issue 23): another
+# product's name with this site's own words, and an error message from another stack.
+# A tool is used for a site only when no unit names it (a site may well document its
+# Grafana dashboard). Written here, never taken from a question set.
+OTHER_TOOLS = (
+    "Jenkins", "Terraform", "Grafana", "WordPress", "Jekyll", "Docusaurus", "Gatsby",
+    "Laravel", "Spring Boot", "Rails", "Flutter", "Unity", "Blender", "Excel", "Photoshop",
+    "Figma", "Jira", "Confluence", "Salesforce", "Magento", "Shopify", "Drupal", "Joomla",
+    "Ember", "Svelte", "Xcode", "Android Studio", "Eclipse", "NetBeans", "Vagrant", "Puppet",
+    "SaltStack", "Nagios", "Zabbix", "Splunk", "Tableau", "Power BI", "Airflow", "Unreal",
+    "Godot",
+)
+OTHER_STACK_ERRORS = (
+    "TypeError: Cannot read properties of undefined (reading 'map')",
+    "error[E0382]: borrow of moved value: `v`",
+    'Exception in thread "main" java.lang.NullPointerException',
+    "npm ERR! code ERESOLVE unable to resolve dependency tree",
+    "fatal error: 'stdio.h' file not found",
+    "Segmentation fault (core dumped) when I run my C++ program",
+    "Uncaught ReferenceError: $ is not defined in my jQuery script",
+    "CS0246: The type or namespace name could not be found",
+    "Gradle build failed: Could not resolve all files for configuration ':app:compileClasspath'",
+    "PHP Fatal error: Allowed memory size of 134217728 bytes exhausted",
+    "ORA-00942: table or view does not exist",
+    "panic: runtime error: index out of range [3] with length 3",
+    "ld: symbol(s) not found for architecture arm64",
+    "Xcode: Command PhaseScriptExecution failed with a nonzero exit code",
+    'Warning: Each child in a list should have a unique "key" prop',
+    "No 'Access-Control-Allow-Origin' header in my Angular app",
+    "E: Unable to locate package libssl1.1 on Ubuntu 22.04",
+    "The term 'kubectl' is not recognized as the name of a cmdlet",
+    "Unity: NullReferenceException: Object reference not set to an instance of an object",
+    "error: failed to push some refs to 'origin' after a rebase",
 )

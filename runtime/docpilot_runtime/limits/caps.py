@@ -9,9 +9,11 @@ one every 60/N seconds, so "N per minute" holds over any minute-long window. A b
 idle for a minute is full again, i.e. the same as no bucket, which is why idle clients
 can be forgotten and memory stays bounded by the clients of the last minute.
 
-Spend is counted in micro-USD per UTC day from each turn's usage (`cost_micro_usd`). It
-is checked when a turn starts, so turns already running when the cap is reached may
-overrun it by their own cost; the next turn settles as `passages`.
+Spend is counted in micro-USD per UTC day. Each model call first holds an estimate of
+what it may cost (`hold_spend`: refused once the day's spend plus what other calls hold
+has reached the cap), then settles what it did cost (`settle_spend`), so calls running at
+once cannot together overrun the cap by more than one call's estimate (the estimate is
+made not to fall short). A turn refused a hold settles as `passages` (`spend_cap`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +36,23 @@ WINDOW_SECONDS = 60.0
 MAX_TRACKED_CLIENTS = 100_000
 
 
+
+
+# A hold no call has settled (its process died mid-call) stops counting after this long.
+HOLD_SECONDS = 900.0
+
+
+@dataclass(frozen=True)
+class SpendHold:
+    """An estimate one model call holds against the day's spend until it settles."""
+
+    id: str
+    micro_usd: int
+    day: str
+
+    @classmethod
+    def of(cls, micro_usd: int, day: str) -> SpendHold:
+        return cls(uuid.uuid4().hex, max(0, int(micro_usd)), day)
 
 
 @dataclass(frozen=True)
@@ -60,7 +80,17 @@ class Caps(Protocol):
         ...
 
     async def record_spend(self, micro_usd: int) -> None:
-        """Add a finished turn's model cost to today's spend."""
+        """Add a model cost spent outside a hold (a second opinion) to today's spend."""
+        ...
+
+    async def hold_spend(self, micro_usd: int) -> SpendHold | None:
+        """Hold ``micro_usd`` of today's spend for one model call; None when what is spent
+        and held already has reached the daily cap (so the last call let in may pass it by
+        its own estimate, and no more)."""
+        ...
+
+    async def settle_spend(self, hold: SpendHold, micro_usd: int) -> None:
+        """Release ``hold`` and add what the call cost to today's spend."""
         ...
 
 
@@ -138,6 +168,7 @@ class MemoryCaps:
         self.calls: dict[int, TokenBuckets] = {}  # MCP tool calls, by cap size
         self.day = ""
         self.spent = 0
+        self.holds: dict[str, tuple[SpendHold, float]] = {}  # id -> (hold, when taken)
 
     async def admit(self, site: str, client: str) -> Admission:
         now = self.clock()
@@ -180,7 +211,42 @@ class MemoryCaps:
             self._today()
             self.spent += micro_usd
 
+    async def hold_spend(self, micro_usd: int) -> SpendHold | None:
+        self._today()
+        now = self.clock()
+        for key in [k for k, (_, taken) in self.holds.items() if now - taken > HOLD_SECONDS]:
+            del self.holds[key]
+        hold = SpendHold.of(micro_usd, self.day)
+        held = sum(h.micro_usd for h, _ in self.holds.values() if h.day == self.day)
+        bound = self.settings.daily_spend_micro_usd
+        if bound > 0 and self.spent + held >= bound:
+            return None
+        self.holds[hold.id] = (hold, now)
+        return hold
 
+    async def settle_spend(self, hold: SpendHold, micro_usd: int) -> None:
+        self.holds.pop(hold.id, None)
+        await self.record_spend(micro_usd)
+
+
+
+
+class TurnSpend:
+    """One turn's spend gate over the caps (`answer.spend.SpendGate`): its model calls hold
+    and settle there, and it remembers whether a hold was refused (`spend_cap`)."""
+
+    def __init__(self, caps: Caps) -> None:
+        self.caps = caps
+        self.refused = False
+
+    async def hold(self, micro_usd: int) -> object | None:
+        hold = await self.caps.hold_spend(micro_usd)
+        self.refused = self.refused or hold is None
+        return hold
+
+    async def settle(self, held: object, micro_usd: int) -> None:
+        if isinstance(held, SpendHold):
+            await self.caps.settle_spend(held, micro_usd)
 
 
 def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -219,9 +285,12 @@ def client_address(peer: str, forwarded_for: Sequence[str], proxies: Sequence[Ne
 
 
 __all__ = [
+    "HOLD_SECONDS",
     "Admission",
     "Caps",
     "MemoryCaps",
+    "SpendHold",
     "TokenBuckets",
+    "TurnSpend",
     "client_address",
 ]

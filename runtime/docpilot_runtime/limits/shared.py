@@ -13,7 +13,8 @@ clocks; a clock that steps back only refills nothing.
 When the database cannot be reached, caps fall back to this process's `MemoryCaps` (the
 site keeps answering; each process then counts alone) and the database is tried again
 after ``RETRY_SECONDS``. The tables are this module's own (``cap_buckets``,
-``cap_spend``), made on first use, apart from the records' migrations.
+``cap_spend``, ``cap_holds``: the estimates model calls hold until they settle), made on
+first use, apart from the records' migrations.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docpilot_runtime.limits.caps import WINDOW_SECONDS, Admission, MemoryCaps, utc_day
+from docpilot_runtime.limits.caps import (
+    HOLD_SECONDS,
+    WINDOW_SECONDS,
+    Admission,
+    MemoryCaps,
+    SpendHold,
+    utc_day,
+)
 from docpilot_runtime.records.store import DATABASE_URL_ENV, _SqliteConnection
 from docpilot_runtime.settings.limits import LimitSettings
 
@@ -47,7 +55,13 @@ TABLES = (
     "key TEXT PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL, "
     "updated DOUBLE PRECISION NOT NULL)",
     "CREATE TABLE IF NOT EXISTS cap_spend (day TEXT PRIMARY KEY, micro_usd BIGINT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS cap_holds (id TEXT PRIMARY KEY, day TEXT NOT NULL, "
+    "micro_usd BIGINT NOT NULL, taken DOUBLE PRECISION NOT NULL)",
 )
+# Serialise holds, and the tables' creation, between processes on PostgreSQL (SQLite's
+# BEGIN IMMEDIATE does there): two CREATE TABLE IF NOT EXISTS at once can collide.
+HOLD_LOCK = "SELECT pg_advisory_xact_lock(727572)"
+TABLES_LOCK = "SELECT pg_advisory_xact_lock(727573)"
 ADD_SPEND = (
     "INSERT INTO cap_spend (day, micro_usd) VALUES (?, ?) "
     "ON CONFLICT (day) DO UPDATE SET micro_usd = cap_spend.micro_usd + excluded.micro_usd"
@@ -119,9 +133,15 @@ def open_database(sqlite_path: Path, database_url: str = "") -> _Database:
         lite.execute("PRAGMA journal_mode=WAL")
         lite.execute("PRAGMA synchronous=NORMAL")
         db = _Database(_SqliteConnection(lite), "sqlite", str(sqlite_path))
-    with db.transaction() as cursor:
-        for statement in TABLES:
-            cursor.execute(statement)
+    try:
+        with db.transaction() as cursor:
+            if db.dialect == "postgres":  # processes starting together make them once
+                cursor.execute(TABLES_LOCK)
+            for statement in TABLES:
+                cursor.execute(statement)
+    except BaseException:
+        db.close()  # a connection whose tables failed is not kept, nor left open
+        raise
     return db
 
 
@@ -185,6 +205,17 @@ class DatabaseCaps:
             return
         await self.fallback.record_spend(micro_usd)  # kept too, for a database outage
         await self._shared(self._add_spend, micro_usd)
+
+    async def hold_spend(self, micro_usd: int) -> SpendHold | None:
+        hold = SpendHold.of(micro_usd, utc_day(self.wall()))
+        granted = await self._shared(self._hold, hold)
+        if granted is None:  # the database is away: this process holds alone
+            return await self.fallback.hold_spend(micro_usd)
+        return hold if granted else None
+
+    async def settle_spend(self, hold: SpendHold, micro_usd: int) -> None:
+        await self.fallback.settle_spend(hold, micro_usd)  # kept too, for a database outage
+        await self._shared(self._settle, hold, micro_usd)
 
     async def aclose(self) -> None:
         db, self._db = self._db, None
@@ -280,6 +311,37 @@ class DatabaseCaps:
     def _add_spend(self, db: _Database, micro_usd: int) -> None:
         with db.transaction() as cursor:
             cursor.execute(db.sql(ADD_SPEND), (utc_day(self.wall()), int(micro_usd)))
+
+    def _hold(self, db: _Database, hold: SpendHold) -> bool:
+        """Take ``hold`` unless today's spend and every live hold have reached the cap."""
+        now = self.wall()
+        bound = self.settings.daily_spend_micro_usd
+        with db.transaction() as cursor:
+            if db.dialect == "postgres":
+                cursor.execute(HOLD_LOCK)
+            cursor.execute(db.sql("DELETE FROM cap_holds WHERE taken < ?"), (now - HOLD_SECONDS,))
+            cursor.execute(db.sql("SELECT micro_usd FROM cap_spend WHERE day = ?"), (hold.day,))
+            row = cursor.fetchone()
+            spent = int(row[0]) if row else 0
+            cursor.execute(
+                db.sql("SELECT COALESCE(SUM(micro_usd), 0) FROM cap_holds WHERE day = ?"),
+                (hold.day,),
+            )
+            held = int(cursor.fetchone()[0])
+            if bound > 0 and spent + held >= bound:
+                return False
+            cursor.execute(
+                db.sql("INSERT INTO cap_holds (id, day, micro_usd, taken) VALUES (?, ?, ?, ?)"),
+                (hold.id, hold.day, hold.micro_usd, now),
+            )
+        return True
+
+    def _settle(self, db: _Database, hold: SpendHold, micro_usd: int) -> None:
+        """Release ``hold`` and add what its call cost, in one transaction."""
+        with db.transaction() as cursor:
+            cursor.execute(db.sql("DELETE FROM cap_holds WHERE id = ?"), (hold.id,))
+            if micro_usd > 0:
+                cursor.execute(db.sql(ADD_SPEND), (hold.day, int(micro_usd)))
 
 
 __all__ = ["DatabaseCaps", "open_database", "refilled"]

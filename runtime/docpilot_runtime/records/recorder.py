@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from docpilot_runtime.records.outbox import OutboxEvent
+from docpilot_runtime.records.rescreen import Screen, rescreen_store, screen_entry
 from docpilot_runtime.records.schema import FeedbackRecord, TurnRecord, VerdictRecord
 from docpilot_runtime.records.spool import Spool, read_entries
 from docpilot_runtime.records.store import RecordsError, RecordStore, open_store
@@ -129,8 +130,13 @@ class Recorder:
         base: Path | None = None,
         database_url: str | None = None,
         webhooks: WebhookSettings | None = None,
+        screen: Screen | None = None,
     ) -> None:
         self.settings = settings
+        # The current credential check: the store is swept with it once per version (what
+        # an older check missed), and spooled entries as they are written.
+        self.screen = screen
+        self._swept = False
         self.webhooks = webhooks if webhooks is not None and webhooks.urls else None
         self.sender: WebhookSender | None = None
         self.spool = Spool(settings.spool_folder(base))
@@ -268,6 +274,9 @@ class Recorder:
         """The database, opened (and migrated) on first use and after a failure."""
         if self._store is None:
             self._store = open_store(self._sqlite_path, self._database_url)
+        if self.screen is not None and not self._swept:
+            rescreen_store(self._store, self.screen)
+            self._swept = True
         return self._store
 
     def drain(self) -> int:
@@ -276,6 +285,8 @@ class Recorder:
         written = 0
         for path in self.spool.pending():
             entries = read_entries(path)
+            if self.screen is not None:  # spooled by an older runtime, maybe
+                entries = [screen_entry(entry, self.screen) for entry in entries]
             turns = [TurnRecord.from_dict(e["turn"]) for e in entries if "turn" in e]
             feedback = [FeedbackRecord.from_dict(e["feedback"]) for e in entries if "feedback" in e]
             verdicts = [VerdictRecord.from_dict(e["verdict"]) for e in entries if "verdict" in e]

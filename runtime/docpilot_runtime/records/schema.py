@@ -214,6 +214,20 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX webhook_outbox_turn ON webhook_outbox (turn_id)",
         ),
     ),
+    (
+        3,
+        (
+            # Which versions of the credential check have swept the stored text
+            # (records.rescreen), and what each removed.
+            """CREATE TABLE docpilot_screened (
+                version TEXT PRIMARY KEY,
+                screened_ms BIGINT NOT NULL,
+                questions INTEGER NOT NULL DEFAULT 0,
+                notes INTEGER NOT NULL DEFAULT 0,
+                events INTEGER NOT NULL DEFAULT 0
+            )""",
+        ),
+    ),
 )
 
 # The few statements whose spelling differs between the two databases.

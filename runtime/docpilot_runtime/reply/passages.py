@@ -1,10 +1,13 @@
-"""The `passages` answer: the best excerpts, each cited, quoting the sentences most
-relevant to the question. Used when no model is configured (or none answered).
+"""The `passages` answer: the best excerpts, each cited, quoting the sentence most
+relevant to the question with its best neighbour (`sentences`). Used when no model is
+configured (or none answered).
 
 Every excerpt it quotes ends with a citation marker; the one line of its own is the
 framing before them, saying (in the reader's language) that these are quotes. It builds
 the element tree the widget draws directly (docs text is never read as Markdown, so it
-cannot make links) and serialises `markdown` from it.
+cannot make links) and serialises `markdown` from it. A section's table (pipe rows in
+the unit text, as the indexer writes tables) is quoted as a table: its header and the
+rows that share most of the question's words.
 Pure Python (the browser's static mode writes the same answer).
 """
 
@@ -12,9 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from docpilot_runtime.retrieve.tokenize import query_terms, tokenize
+from docpilot_runtime.reply.sentences import overlap, quoted_sentences, split_sentences
+from docpilot_runtime.retrieve.tokenize import FUNCTION_WORDS, query_terms
 from docpilot_runtime.shared.fences import fenced_blocks, open_fence
 from docpilot_runtime.shared.framing import ENGLISH, Framing
 from docpilot_runtime.shared.markdown_tree import (
@@ -25,11 +30,13 @@ from docpilot_runtime.shared.markdown_tree import (
     trusted_inline,
 )
 
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
-MAX_SENTENCES = 2
 MAX_CODE_CHARS = 600
 MAX_SENTENCE_CHARS = 400
 EXCERPT_CHARS = 200  # a citation's preview of its section
+MAX_TABLE_ROWS = 4  # body rows of a quoted table: those that match the question best
+MAX_CELL_CHARS = 200
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_DELIMITER_CELL = re.compile(r":?-+:?")
 
 
 class Excerptable(Protocol):
@@ -41,7 +48,25 @@ class Excerptable(Protocol):
     def text(self) -> str: ...
 
 
-def _prose_and_code(text: str) -> tuple[list[str], list[str]]:
+Table = list[list[str]]  # rows of cell texts, the header row first
+
+
+def _cells(row: str) -> list[str]:
+    """A pipe row's cells: split at unescaped pipes, ``\\|`` back to a pipe."""
+    inner = row.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [cell.strip().replace("\\|", "|") for cell in _CELL_SPLIT.split(inner)]
+
+
+def _table(lines: list[str]) -> Table:
+    rows = [_cells(line) for line in lines]
+    return [row for row in rows if not all(_DELIMITER_CELL.fullmatch(c) for c in row)]
+
+
+def _prose_and_code(text: str) -> tuple[list[list[str]], list[str], list[Table]]:
+    """The sentences of each paragraph and list item, the fenced code blocks and the
+    tables of a unit's text."""
     lines = text.split("\n")
     code: list[str] = []
     fenced: set[int] = set()
@@ -51,10 +76,16 @@ def _prose_and_code(text: str) -> tuple[list[str], list[str]]:
         code.append("\n".join(lines[found.start : found.end + 1]))
         fenced.update(range(found.start, found.end + 1))
     prose = "\n".join("" if i in fenced else line for i, line in enumerate(lines))
-    sentences: list[str] = []
+    sentences: list[list[str]] = []
+    tables: list[Table] = []
     for block in re.split(r"\n\s*\n", prose):
         lines = [line.strip() for line in block.splitlines() if line.strip()]
-        if not lines or lines[0].startswith("|"):
+        if not lines:
+            continue
+        if all(line.startswith("|") for line in lines):
+            table = _table(lines)
+            if table and table[0]:
+                tables.append(table)
             continue
         # A list item starts a part of its own; other lines continue the current one.
         parts: list[str] = []
@@ -63,30 +94,54 @@ def _prose_and_code(text: str) -> tuple[list[str], list[str]]:
                 parts.append(line[2:] if line.startswith("- ") else line)
             else:
                 parts[-1] += " " + line
-        for part in parts:
-            sentences.extend(s.strip() for s in _SENTENCE.split(part) if s.strip())
-    return sentences, code
+        sentences.extend(split_sentences(part) for part in parts)
+    return [block for block in sentences if block], code, tables
 
 
-def _overlap(terms: set[str], text: str) -> int:
-    return len(terms & set(tokenize(text)))
+@dataclass(frozen=True)
+class Excerpt:
+    """What a passage quotes of a section: prose, a table (header first), a code block."""
+
+    prose: str = ""
+    table: Table = field(default_factory=list)
+    code: str = ""  # fenced, as in the unit text
+
+
+def _table_excerpt(terms: set[str], table: Table) -> Table:
+    """The header and the body rows that share most terms with the question (the first
+    rows when none shares any), at most MAX_TABLE_ROWS, in their order."""
+    header, body = table[0], table[1:]
+    overlaps = [overlap(terms, " ".join(row)) for row in body]
+    best = max(overlaps, default=0)
+    rows = [i for i, overlap in enumerate(overlaps) if overlap == best][:MAX_TABLE_ROWS]
+    return [header, *(body[i] for i in rows)]
+
+
+def excerpt_of(question: str, text: str) -> Excerpt:
+    """The sentence of ``text`` that shares most terms with the question, with its best
+    neighbour (`quoted_sentences`); its first table that shares terms with it (or the
+    first table of a section without prose); and its first code block when the code
+    shares terms too."""
+    terms = set(query_terms(question)) - FUNCTION_WORDS  # "are" matches nothing
+    sentences, code, tables = _prose_and_code(text)
+    chosen = quoted_sentences(terms, sentences, MAX_SENTENCE_CHARS)
+    table = next((t for t in tables if overlap(terms, " ".join(map(" ".join, t)))), None)
+    if table is None and tables and not chosen:
+        table = tables[0]
+    block = ""
+    if code and (not chosen or overlap(terms, code[0]) > 0) and len(code[0]) <= MAX_CODE_CHARS:
+        block = code[0]
+    return Excerpt(" ".join(chosen), _table_excerpt(terms, table) if table else [], block)
 
 
 def excerpt(question: str, text: str) -> str:
-    """The sentences of ``text`` that share most terms with the question (in their
-    original order), plus its first code block when the code shares terms too."""
-    terms = set(query_terms(question))
-    sentences, code = _prose_and_code(text)
-    scored = sorted(range(len(sentences)), key=lambda i: (-_overlap(terms, sentences[i]), i))[
-        :MAX_SENTENCES
-    ]
-    chosen = [sentences[i][:MAX_SENTENCE_CHARS] for i in sorted(scored)]
-    parts = [" ".join(chosen)] if chosen else []
-    if code and (not chosen or _overlap(terms, code[0]) > 0):
-        block = code[0]
-        if len(block) <= MAX_CODE_CHARS:
-            parts.append(block)
-    return "\n\n".join(p for p in parts if p)
+    """`excerpt_of` as text: the prose, the table's pipe rows and the fenced code, each
+    its own block."""
+    found = excerpt_of(question, text)
+    rows = ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in found.table]
+    if rows:
+        rows.insert(1, "|" + " --- |" * len(found.table[0]))
+    return "\n\n".join(p for p in (found.prose, "\n".join(rows), found.code) if p)
 
 
 def _fenced(part: str) -> bool:
@@ -109,10 +164,14 @@ def preview(text: str, limit: int = EXCERPT_CHARS) -> str:
     """A section's opening words on one line, cut at a word within ``limit`` characters:
     what a reader sees before following a citation (code fences dropped)."""
     lines = [line for line in text.splitlines() if not line.lstrip().startswith(("```", "~~~"))]
-    flat = " ".join(" ".join(lines).split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat[: limit - 1]
+    return cut_at_word(" ".join(" ".join(lines).split()), limit)
+
+
+def cut_at_word(value: str, limit: int) -> str:
+    """``value`` within ``limit`` characters, cut at a word and ended with "…" when cut."""
+    if len(value) <= limit:
+        return value
+    cut = value[: limit - 1]
     space = cut.rfind(" ")
     return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
 
@@ -131,18 +190,37 @@ def passages_blocks(
     block, if any."""
     blocks: list[Node] = [element("p", framing.passages)] if units else []
     for n, unit in enumerate(units, start=1):
-        body = excerpt(question, unit.text) or unit.text[:MAX_SENTENCE_CHARS]
-        head, _, code = body.partition("\n\n")
-        is_code = _fenced(head)
+        found = excerpt_of(question, unit.text)
+        prose = found.prose
+        if not (prose or found.table or found.code):
+            prose = unit.text[:MAX_SENTENCE_CHARS]
         lead: list[Node] = [element("strong", source_label(unit))]
-        if not is_code:
-            lead += [": ", *trusted_inline(" ".join(head.split()))]
+        if prose:
+            lead += [": ", *trusted_inline(" ".join(prose.split()))]
         quoted: list[Node] = [element("p", *lead, " ", element("cite", n=n))]
-        for part in (head if is_code else "", code):
-            if part and _fenced(part):
-                quoted.append(_code_node(part))
+        if found.table:
+            quoted.append(_table_node(found.table))
+        if found.code and _fenced(found.code):
+            quoted.append(_code_node(found.code))
         blocks.append(element("blockquote", *quoted))
     return blocks
+
+
+def _table_node(table: Table) -> Node:
+    """A docs table as the tree's table: cells read as the site's own text (code spans,
+    bold), every row as wide as the header."""
+    width = len(table[0])
+
+    def row(cells: list[str], tag: str) -> Node:
+        cells = (cells + [""] * width)[:width]
+        shown = (trusted_inline(cut_at_word(c, MAX_CELL_CHARS)) for c in cells)
+        return element("tr", *(element(tag, *inline) for inline in shown))
+
+    parts = [element("thead", row(table[0], "th"))]
+    if len(table) > 1:
+        parts.append(element("tbody", *(row(cells, "td") for cells in table[1:])))
+    return element("table", *parts)
+
 
 
 def passages_markdown(

@@ -100,7 +100,7 @@ def ask_without_model(
         return opening
     retrieval = site.retrieve(request)
     basis = retrieval.basis(opening_basis)
-    framing = framing_for(request.lang)
+    framing = retrieval.framing(request.lang)
     if not retrieval.passed:
         return refusal_result(site.name, retrieval.closest_pages(), basis, framing)
     return passages_result(request.question, retrieval.shown_units(), basis, framing)

@@ -19,20 +19,24 @@ the channels' raw signals instead:
 * ``known_share``: the share of the same idf mass carried by terms the corpus uses at
   all: the subject of a near-miss ("Okta", "Confluence", "IPv6") is often a word no
   page contains.
+* ``names_known``: 0 when the question writes a name no unit uses ("DBeaver",
+  "NetBird"), else 1 (``names``): real off-topic questions are mostly about another
+  product, asked in this one's words.
 
 A covered question has one clear winner; an uncovered one finds many equally weak
 passages — hence strength *and* margin. Each signal is placed on a corpus-relative
 scale by calibration (0 = typical of questions the corpus cannot answer, 1 = typical of
 questions it can), and the gate score is a fixed weighted mean of those positions. The
-threshold is a low quantile of the word-salad probes' scores in hybrid mode and a high
-one of the off-topic probes' in lexical mode (see ``calibrate_mode``). Weights, clips
-and the rest live in ``params.RetrievalParams``.
+threshold is the median score of the missing-option probes in hybrid mode and a high
+quantile of the off-topic probes' in lexical mode (see ``calibrate_mode``). Weights,
+clips and the rest live in ``params.RetrievalParams``; which signals weigh what was
+chosen on the real-thread sets' tune halves (``benchmarks/bench_gate_choice.py``).
 Pure Python: the browser runs the lexical gate too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from docpilot_runtime.bundle.schema import Anchor, GateParams, Signals
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
@@ -58,6 +62,14 @@ def gate_score(
         position = (signals.get(name) - low) / span
         total += weight * min(max(position, tuning.clip_low), tuning.clip_high)
     return total
+
+
+def shares_a_word(signals: Signals) -> bool:
+    """Whether any term of the question occurs in the docs (``known_share`` > 0). One that
+    shares none is refused whatever its score: nothing in the docs can be quoted for it,
+    and the default embedder's cosine is noise on a script it was not trained on (a
+    Japanese question on example-site scored 0.51, above most covered questions)."""
+    return signals.known_share > 0.0
 
 
 def confidence(score: float, threshold: float) -> int:
@@ -97,38 +109,46 @@ def calibrate_mode(
     off_topic: Sequence[Signals],
     salads: Sequence[Signals],
     tuning: RetrievalParams = DEFAULT_PARAMS,
+    others: Mapping[str, Sequence[Signals]] | None = None,
 ) -> GateParams:
     """Anchors and threshold for one mode.
 
     Anchors: each signal's median over the covered probes and over the uncovered ones
-    (off-topic questions and word salads together), at least ``min_span`` apart.
-    Threshold: the ``gate_threshold[mode]`` quantile of one probe set's scores,
-    clamped to ``threshold_range``. In hybrid mode that set is the word salads: a
-    salad's best unit holds about a third of its idf mass, like a near-miss's, and the
-    threshold sits at its lowest 5 %. In lexical mode it is the off-topic questions
-    (their 90th percentile): the lexical signals alone leave real covered questions
-    so close to salads that a salad-placed threshold refused a quarter of them on the
-    dev sets' tune halves (``benchmarks/bench_gate.py``). Probes made from a unit's own
-    words are easier than real questions, so no threshold is fitted between covered
-    and uncovered probes.
+    (off-topic questions and word salads together), at least ``min_span`` apart, or the
+    signal's own scale (``fixed_anchors``). Threshold: the ``gate_threshold[mode]``
+    quantile of one probe set's scores (``others`` holds the sets beyond the three
+    named here), clamped to ``threshold_range``. In hybrid mode that set is the
+    questions about an option that does not exist, at their median: on the real-thread
+    sets' tune halves that rule, with the weights, answered 0.96 of the covered
+    questions and refused the most off-topic ones of every rule tried. In lexical mode
+    it is the everyday off-topic questions (their 90th percentile): the keyword signals
+    alone leave real covered questions close to every uncovered probe set, and this
+    rule kept the clearly off-topic ones out while answering 0.93 of the covered
+    (``benchmarks/bench_gate_choice.py``). Probes made from a unit's own words are
+    easier than real questions, so no threshold is fitted between covered and
+    uncovered probes.
     """
     weights = dict(tuning.gate_weights[mode])
     uncovered = [*off_topic, *salads]
     anchors = {}
     for name in weights:
-        low = _median([s.get(name) for s in uncovered])
-        high = max(_median([s.get(name) for s in covered]), low + tuning.min_span[name])
+        if name in tuning.fixed_anchors:
+            low, high = tuning.fixed_anchors[name]
+        else:
+            low = _median([s.get(name) for s in uncovered])
+            high = max(_median([s.get(name) for s in covered]), low + tuning.min_span[name])
         anchors[name] = Anchor(uncovered=low, covered=high)
     unthresholded = GateParams(weights=weights, anchors=anchors, threshold=0.0)
+    sets = {"covered": covered, "off_topic": off_topic, "salads": salads, **(others or {})}
     probe_set, q = tuning.gate_threshold[mode]
-    reference = salads if probe_set == "salads" and salads else off_topic
+    reference = sets.get(probe_set) or off_topic
     cut = quantile([gate_score(s, unthresholded, tuning) for s in reference], q)
     low_cut, high_cut = tuning.threshold_range
     return GateParams(
         weights=weights,
         anchors=anchors,
         threshold=min(max(cut, low_cut), high_cut),
-        samples={"covered": len(covered), "off_topic": len(off_topic), "salads": len(salads)},
+        samples={name: len(group) for name, group in sets.items()},
     )
 
 
@@ -139,6 +159,7 @@ _DEFAULT_ANCHORS = {
     "dense_margin": Anchor(uncovered=0.01, covered=0.08),
     "lexical_coverage": Anchor(uncovered=0.15, covered=0.9),
     "known_share": Anchor(uncovered=0.5, covered=1.0),
+    "names_known": Anchor(uncovered=0.0, covered=1.0),
 }
 
 

@@ -174,7 +174,7 @@ _RELEASE = re.compile(r"^\s*v?\d+\.\d+(?:\.\d+)?\b|\b\d{4}-\d{2}-\d{2}\b|^\s*ver
 _RELEASE_MIN_UNITS = 3
 
 
-def release_pages(units: Sequence[tuple[str, Sequence[str], int]]) -> frozenset[int]:
+def release_pages(units: Iterable[tuple[str, Sequence[str], int]]) -> frozenset[int]:
     """Pages whose sections are mostly releases (release notes, changelogs), read from
     the structure alone: at least half of a page's units (and three or more) carry a
     version or a date in their title or breadcrumb below the page's own title.
@@ -224,8 +224,20 @@ class LexicalIndex(StoredIndex):
         self.docs = _from_le(typecode, block.docs)
         self.tfs = _from_le("B", block.tfs)
         self.lengths = _from_le("I", block.lengths)
+        self.norms = self.length_norms(self.lengths)
+
+    def length_norms(self, lengths: Iterable[int]) -> list[float]:
+        """Each unit's ``k1 * (1 - b + b * length / avg)``, the denominator's length part."""
         k1, b, avg = self.k1, self.b, self.avg_length
-        self.norms = [k1 * (1.0 - b + b * length / avg) for length in self.lengths]
+        return [k1 * (1.0 - b + b * length / avg) for length in lengths]
+
+    def postings(self, term: str) -> tuple[Sequence[int], Sequence[int], int, int] | None:
+        """(docs, tfs, start, end): where ``term``'s postings are, or None when no unit
+        holds it (a sharded index finds them in the term's shard)."""
+        i = self.vocabulary.get(term)
+        if i is None:
+            return None
+        return self.docs, self.tfs, self.offsets[i], self.offsets[i + 1]
 
     def term_idf(self, term: str) -> float:
         return idf(self.count, self.document_frequency(term))
@@ -236,14 +248,13 @@ class LexicalIndex(StoredIndex):
         out: dict[int, float] = {}
         k1p1, delta, norms = self.k1 + 1.0, self.delta, self.norms
         for term in dict.fromkeys(terms):
-            i = self.vocabulary.get(term)
-            if i is None:
+            found = self.postings(term)
+            if found is None:
                 continue
-            start, end = self.offsets[i], self.offsets[i + 1]
+            docs, tfs, start, end = found
             weight = idf(self.count, end - start)
             if weights is not None and term in weights:
                 weight *= weights[term]
-            docs, tfs = self.docs, self.tfs
             d = 0
             for j in range(start, end):
                 d += docs[j]

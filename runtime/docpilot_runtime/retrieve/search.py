@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from docpilot_runtime.bundle.schema import Signals
+from docpilot_runtime.bundle.schema import Signals, unit_column
 from docpilot_runtime.retrieve.gate import margin
 from docpilot_runtime.retrieve.lexical import (
     Weights,
@@ -29,6 +29,7 @@ from docpilot_runtime.retrieve.lexical import (
     release_pages,
     term_ceiling,
 )
+from docpilot_runtime.retrieve.names import names_known
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
 from docpilot_runtime.retrieve.tokenize import (
     query_terms,
@@ -156,16 +157,22 @@ class Searcher:
         dense: DenseScorer | None = None,
         params: RetrievalParams = DEFAULT_PARAMS,
         units: Sequence[UnitText] = (),
+        release: frozenset[int] | None = None,
     ) -> None:
         """``units`` are the bundle's units, for the page-level rescoring of the lexical
         list and the gate's coverage signal (none: the list stays as BM25+ ranks it and
-        coverage reads 0)."""
+        coverage reads 0). ``release``: the release pages when already known (a sharded
+        index stores them), else found from the units' titles."""
         self.lexical = lexical
         self.dense = dense
         self.params = params
         self.units = units
-        self.unit_pages = [u.page for u in units]
-        self.release = release_pages([(u.title, u.breadcrumb, u.page) for u in units])
+        self.unit_pages = unit_column(units, "page")
+        if release is None:
+            titles = unit_column(units, "title")
+            crumbs = unit_column(units, "breadcrumb")
+            release = release_pages(zip(titles, crumbs, self.unit_pages, strict=True))
+        self.release = release
 
     def terms(self, text: str) -> dict[str, float]:
         """The question's search terms with their query-term-frequency weights, cut to
@@ -230,6 +237,7 @@ class Searcher:
                 lexical_margin=lex_margin,
                 lexical_coverage=coverage,
                 known_share=known,
+                names_known=names_known(self.lexical, text),
             )
             return Ranking(order=order, mode="lexical", signals=signals, lexical=lexical)
         dense = self.dense.search(query, p.dense_candidates)[: p.channel_depth]
@@ -251,6 +259,7 @@ class Searcher:
             dense_margin=margin(dense_scores, 5),
             lexical_coverage=coverage,
             known_share=known,
+            names_known=names_known(self.lexical, text),
         )
         return Ranking(order=order, mode="hybrid", signals=signals, lexical=lexical, dense=dense)
 

@@ -10,19 +10,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
-from docpilot_runtime.bundle.schema import Bundle, GateParams, UnitRecord
+from docpilot_runtime.bundle.schema import Bundle, GateParams, UnitRecord, unit_column
 from docpilot_runtime.retrieve.followup import (
     Cognates,
     rescue_question,
     rewrite_may_carry,
     rewrite_reason,
 )
-from docpilot_runtime.retrieve.gate import confidence, default_params, gate_score
+from docpilot_runtime.retrieve.gate import (
+    confidence,
+    default_params,
+    gate_score,
+    shares_a_word,
+)
 from docpilot_runtime.retrieve.params import RetrievalParams
 from docpilot_runtime.retrieve.search import Mode, Ranking, Searcher
-from docpilot_runtime.shared.framing import ENGLISH, Framing
+from docpilot_runtime.retrieve.tokenize import query_terms
+from docpilot_runtime.shared.framing import ENGLISH, Framing, framing_for
+from docpilot_runtime.shared.languages import question_language, same_language
 from docpilot_runtime.shared.paths import page_key
 from docpilot_runtime.shared.types import (
     COMPLETED_KINDS,
@@ -63,6 +71,8 @@ class Retrieval:
     rescued: bool
     page_first: list[int]
     rewritten: str = ""  # the standalone question it was searched with, when rewritten
+    # The question's language when it is not the docs' ("" otherwise or when unsure).
+    reader_language: str = ""
 
     @property
     def retriever(self) -> Mode:
@@ -87,8 +97,8 @@ class Retrieval:
             if unit not in seen:
                 order.append(unit)
                 seen.add(unit)
-        units = self.site.bundle.units
-        return [units[u].id for u in order]
+        ids = unit_column(self.site.bundle.units, "id")
+        return [ids[u] for u in order]
 
     def shown_units(self) -> list[UnitRecord]:
         """The excerpts a ``passages`` answer quotes: the best on their own merit."""
@@ -96,18 +106,41 @@ class Retrieval:
         return [units[u] for u in self.ranking.order[: self.params.answer_units]]
 
     def closest_pages(self) -> list[PageRef]:
-        """The distinct pages of the best units, up to closest_pages."""
+        """The distinct pages of the best units, up to closest_pages; when no unit shares
+        a word with the question, the site's first pages (its home and the pages its
+        navigation starts with), so a refusal never lists nothing."""
         bundle = self.site.bundle
+        order = self.ranking.order or [u for u, _ in self.ranking.lexical]
+        pages_of = unit_column(bundle.units, "page")
+        pages = [pages_of[u] for u in order] or list(range(len(bundle.pages)))
         found: list[PageRef] = []
-        seen: set[int] = set()
-        for unit in self.ranking.order:
-            index = bundle.units[unit].page
-            if index not in seen:
-                seen.add(index)
-                found.append(PageRef(url=bundle.pages[index].url, title=bundle.pages[index].title))
+        for index in dict.fromkeys(pages):
+            found.append(PageRef(url=bundle.pages[index].url, title=bundle.pages[index].title))
             if len(found) >= self.params.closest_pages:
                 break
         return found
+
+    @property
+    def matched_nothing(self) -> bool:
+        """No unit shares a word (or, in hybrid mode, a vector) with the question."""
+        return not self.ranking.order and not self.ranking.lexical
+
+    def framing(self, page_language: str | None = None) -> Framing:
+        """The runtime's words for this turn: the page's language, unless the page is in
+        the docs' English (or says nothing) and the question is plainly in another
+        language, which then gets its own; a refusal of such a question adds that the
+        docs are in English and an English question finds more, and a refusal that found
+        nothing at all leads its pages as a place to start."""
+        page = page_language or ""
+        docs = self.site.docs_language
+        reader = self.reader_language
+        readers = reader and (not page or same_language(page, docs)) and framing_for(reader)
+        framing = readers or framing_for(page)
+        if readers and same_language(docs, "en") and not self.passed:
+            framing = replace(framing, refusal=f"{framing.refusal} {framing.english_docs}")
+        if self.matched_nothing:
+            framing = replace(framing, closest=framing.start_here)
+        return framing
 
     def progress(self, framing: Framing = ENGLISH) -> str:
         if not self.passed:
@@ -136,17 +169,21 @@ class Site:
     language: str = ""  # from the manifest, "" when unknown
     version: str = ""  # the docs version (a manifest or mike's versions.json), "" for none
     page_units: dict[str, list[int]] = field(init=False, repr=False)
-    unit_rows: dict[str, int] = field(init=False, repr=False)  # unit id -> row
     _cognates: Cognates | None = field(init=False, repr=False, default=None)
+    _docs_language: str | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         if not self.prefix.endswith("/"):
             self.prefix += "/"
         self.page_units = {}
-        for i, unit in enumerate(self.bundle.units):
-            key = page_key(self.bundle.pages[unit.page].url)
-            self.page_units.setdefault(key, []).append(i)
-        self.unit_rows = {u.id: i for i, u in enumerate(self.bundle.units)}
+        keys = [page_key(p.url) for p in self.bundle.pages]
+        for i, page in enumerate(unit_column(self.bundle.units, "page")):
+            self.page_units.setdefault(keys[page], []).append(i)
+
+    @cached_property
+    def unit_rows(self) -> dict[str, int]:
+        """Unit id -> row, made on first use (the MCP tools look units up by id)."""
+        return {u: i for i, u in enumerate(unit_column(self.bundle.units, "id"))}
 
     @property
     def name(self) -> str:
@@ -188,6 +225,8 @@ class Site:
     def judge(self, ranking: Ranking) -> tuple[bool, float, int]:
         params = self.gate_params(ranking.mode)
         score = gate_score(ranking.signals, params, self.params)
+        if not shares_a_word(ranking.signals):
+            return False, score, 0
         return score >= params.threshold, score, confidence(score, params.threshold)
 
     def page_first(self, page: str | None, ranking: Ranking) -> list[int]:
@@ -204,6 +243,30 @@ class Site:
             key=lambda u: (rank.get(u, len(rank)), lexical_rank.get(u, len(lexical_rank)), u),
         )
         return best[: self.params.page_first_units]
+
+    @property
+    def docs_language(self) -> str:
+        """The language the docs are written in: the manifest's, else read from the
+        opening of the first sections ("" when that says nothing)."""
+        if self._docs_language is None:
+            sample = " ".join(f"{u.title}. {u.text[:400]}" for u in self.bundle.units[:40])
+            self._docs_language = self.language or question_language(sample[:8000])
+        return self._docs_language
+
+    def reader_language(self, question: str) -> str:
+        """The question's language when it plainly is not the docs' ("" otherwise)."""
+        found = question_language(question)
+        return "" if same_language(found, self.docs_language) else found
+
+    def with_cognates(self, question: str) -> str:
+        """A question in another language, with a corpus word beside each of its words
+        the corpus never uses but has a cognate of ("certificats" -> "certificat",
+        "configuración" -> "configur"): what it shares with the docs (names, options,
+        code, cognates) is then all it is ranked by."""
+        index = self.searcher.lexical
+        unseen = [t for t in query_terms(question) if index.document_frequency(t) == 0]
+        found = [c for c in dict.fromkeys(self.cognates.of(t) for t in unseen) if c]
+        return " ".join([question, *found])
 
     @property
     def cognates(self) -> Cognates:
@@ -252,10 +315,19 @@ class Site:
             rescued=first.rescued or not first.passed,
             page_first=self.page_first(request.page, ranking),
             rewritten=rewritten,
+            reader_language=first.reader_language,
         )
 
     def retrieve(self, request: AskRequest) -> Retrieval:
-        """Stage 3: retrieval and the gate, with the composed follow-up as a rescue."""
+        """Stage 3: retrieval and the gate, with the composed follow-up as a rescue.
+
+        The gate judges the question's own words; what the turn shows (its ranking, the
+        closest pages, the excerpts) may read more: a follow-up after an answered turn is
+        ranked by the earlier question and itself, its own words counted twice so a new
+        subject of its own still leads ("and how do I turn it off?" finds the feature
+        the conversation is about); a question in another language than the docs' is
+        ranked with the corpus cognates of its words too (``with_cognates``)."""
+        reader = self.reader_language(request.question)
         ranking = self.search(request.question)
         passed, score, conf = self.judge(ranking)
         rescued = False
@@ -274,6 +346,15 @@ class Site:
                     c_conf,
                     True,
                 )
+        if not rescued:
+            text = " ".join([*anchors, request.question, request.question]) if anchors else (
+                request.question)
+            text = self.with_cognates(text) if reader else text
+            if text != request.question:
+                # Cognates and the conversation make any question look covered (every
+                # translated question passed on the tune halves, uncovered ones too):
+                # ranked by them, judged without.
+                ranking = replace(self.search(text), signals=ranking.signals)
         return Retrieval(
             site=self,
             ranking=ranking,
@@ -282,6 +363,7 @@ class Site:
             confidence=conf,
             rescued=rescued,
             page_first=self.page_first(request.page, ranking),
+            reader_language=reader,
         )
 
 

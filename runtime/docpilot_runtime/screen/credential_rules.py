@@ -158,8 +158,10 @@ ID_PREFIXES = frozenset(_words("id_prefixes"))
 # First segments that say what follows is a secret (`sk_`, `api-`, `pat-`): behind one of
 # these even a UUID body is a key, where behind `req_` or `user-` it is an identifier.
 SECRET_PREFIXES = frozenset(_words("secret_prefixes"))
-# Claims that mark a JWT as a documentation sample (jwt.io's "John Doe", sub 1234567890).
-JWT_STAND_INS = _words("jwt_stand_ins")
+# The HMAC secrets documentation samples sign JWTs with (jwt.io's defaults): a token signed
+# with one of these can be minted by anyone, whatever its claims, so it is not a secret. A
+# token with sample claims ("John Doe") but another signature was signed by someone's key.
+JWT_SAMPLE_SECRETS = _words("jwt_sample_secrets")
 # Words near a hex value that make it a digest, not a key.
 HASH_WORDS = _words("hash_words")
 # Authorization schemes whose credential cannot be replayed.

@@ -48,8 +48,10 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 
 from docpilot_runtime.screen.credential_match import CredentialMatch
 from docpilot_runtime.screen.formats import (
@@ -70,11 +72,25 @@ __all__ = [
     "CredentialMatch",
     "Screened",
     "carries_credential",
+    "check_version",
     "credential_reply",
     "find_credential",
     "normalise_for_matching",
     "screen_request",
 ]
+
+
+_CHECK_FILES = ("credential_rules.json", "credential_rules.py", "credential_match.py",
+                "credentials.py", "formats.py", "named.py", "normalise.py", "values.py")
+
+
+def check_version() -> str:
+    """A fingerprint of the rules and the code that apply them: it changes whenever what
+    the check finds may change (the records are swept again with a new one)."""
+    digest = hashlib.sha256()
+    for name in _CHECK_FILES:
+        digest.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def find_credential(text: str) -> CredentialMatch | None:

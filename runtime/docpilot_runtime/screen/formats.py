@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
 import re
 
 from docpilot_runtime.screen.credential_match import CredentialMatch
 from docpilot_runtime.screen.credential_rules import (
-    JWT_STAND_INS,
+    JWT_SAMPLE_SECRETS,
     PEM_LABELS,
     TOKEN_CHARS,
     TOKEN_FORMATS,
@@ -30,6 +32,7 @@ for _index, _fmt in enumerate(TOKEN_FORMATS):
     for _hint in _fmt.hints if _fmt.at_start else ():
         _ROWS_BY_PREFIX.setdefault(_hint, []).append(_index)
 _PREFIX_LENGTHS = sorted({len(hint) for hint in _ROWS_BY_PREFIX})
+_HINT_HEADS = frozenset(hint[:2] for hint in _ROWS_BY_PREFIX)  # where a prefix may begin
 _LONGEST_PREFIX = _PREFIX_LENGTHS[-1]
 _SCANNED_ROWS = [fmt for fmt in TOKEN_FORMATS if not fmt.at_start]
 _SCANNED_HINTS = re.compile("|".join(sorted(
@@ -37,19 +40,29 @@ _SCANNED_HINTS = re.compile("|".join(sorted(
 )))
 
 
+# Inside a run of token characters a token can also start after one of these: the end of
+# a URL path segment ("/docs/ghp_…"), a dot, a tilde, a dollar sign or a plus.
+_INNER_STARTS = re.compile(r"(?<=[/.~$+])[A-Za-z]")
+# A line break, with the next line's indentation: a token wrapped across lines.
+_LINE_GAP = re.compile(r"\r?\n[ \t]*+")
+_MAX_WRAPPED_LINES = 8
+
+
 def vendor_tokens(text: str, lowered: str) -> list[CredentialMatch]:
     found: list[CredentialMatch] = []
     same_length = len(lowered) == len(text)
     for run in _TOKEN_RUN.finditer(text):
-        start = run.start()
-        head = (lowered[start : start + _LONGEST_PREFIX] if same_length
-                else run.group()[:_LONGEST_PREFIX].lower())
-        rows = sorted({i for n in _PREFIX_LENGTHS for i in _ROWS_BY_PREFIX.get(head[:n], ())})
-        for index in rows:
-            fmt = TOKEN_FORMATS[index]
-            m = fmt.pattern.match(text, start)
-            if m is not None and _is_real_token(text, fmt, m):
-                found.append(_token_match(fmt, m))
+        starts = [run.start()]
+        if any(ch in run.group() for ch in "/.~$+"):
+            starts += [m.start() for m in _INNER_STARTS.finditer(text, run.start(), run.end())
+                       if text[m.start() : m.start() + 2].lower() in _HINT_HEADS]
+        for start in starts:
+            head = (lowered[start : start + _LONGEST_PREFIX] if same_length
+                    else text[start : start + _LONGEST_PREFIX].lower())
+            rows = sorted({i for n in _PREFIX_LENGTHS for i in _ROWS_BY_PREFIX.get(head[:n], ())})
+            match = _prefixed_token(text, start, rows, run.end())
+            if match is not None:
+                found.append(match)
                 break
     present = set(_SCANNED_HINTS.findall(lowered))
     for fmt in _SCANNED_ROWS if present else ():
@@ -62,6 +75,37 @@ def vendor_tokens(text: str, lowered: str) -> list[CredentialMatch]:
                 found.append(_token_match(fmt, m))
                 break
     return found
+
+
+def _prefixed_token(
+    text: str, start: int, rows: list[int], run_end: int
+) -> CredentialMatch | None:
+    """The first of ``rows`` that matches at ``start``, or across the line breaks of a
+    token wrapped over several lines (each line holding nothing else)."""
+    for index in rows:
+        fmt = TOKEN_FORMATS[index]
+        m = fmt.pattern.match(text, start)
+        if m is not None and _is_real_token(text, fmt, m):
+            return _token_match(fmt, m)
+    if not rows:
+        return None
+    joined, ends = text[start:run_end], [run_end]
+    for _ in range(_MAX_WRAPPED_LINES):
+        gap = _LINE_GAP.match(text, ends[-1])
+        piece = _TOKEN_RUN_PIECE.match(text, gap.end()) if gap else None
+        if gap is None or piece is None:
+            return None
+        joined += piece.group()
+        ends.append(piece.end())
+        for index in rows:
+            fmt = TOKEN_FORMATS[index]
+            m = fmt.pattern.match(joined)
+            if m is not None and m.end() == len(joined) and _is_real_token(joined, fmt, m):
+                return CredentialMatch(fmt.kind, fmt.label, start, ends[-1])
+    return None
+
+
+_TOKEN_RUN_PIECE = re.compile(r"[A-Za-z0-9_\-.+/~$%]{4,}+(?=[ \t]*+(?:\r?\n|$))")
 
 
 def _is_real_token(text: str, fmt: TokenFormat, m: re.Match[str]) -> bool:
@@ -176,13 +220,27 @@ def _is_real_jwt(m: re.Match[str]) -> bool:
         return False
     if len(m.group(3)) < 16 or str(header.get("alg", "")).lower() == "none":
         return False  # unsigned: anyone can mint one, so it grants nothing
+    if _signed_with_a_sample_secret(m, str(header.get("alg", ""))):
+        return False  # anyone can mint one with the published secret
     payload = _b64url_json(m.group(2))
-    if isinstance(payload, dict):
-        claims = json.dumps(payload).lower()
-        if any(word in claims for word in JWT_STAND_INS):
-            return False
-        if payload.get("role") == "anon":
-            return False  # Supabase's anon key is public by design
-    return True
+    # Supabase's anon key is public by design.
+    return not (isinstance(payload, dict) and payload.get("role") == "anon")
 
 
+_HMAC_ALGORITHMS = {"HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512}
+
+
+def _signed_with_a_sample_secret(m: re.Match[str], alg: str) -> bool:
+    """Whether an HMAC-signed JWT's signature is that of a documentation sample's secret."""
+    digest = _HMAC_ALGORITHMS.get(alg.upper())
+    if digest is None:
+        return False
+    signing = f"{m.group(1)}.{m.group(2)}".encode("ascii")
+    return any(
+        hmac.compare_digest(
+            base64.urlsafe_b64encode(hmac.new(key.encode(), signing, digest).digest())
+            .rstrip(b"=").decode("ascii"),
+            m.group(3),
+        )
+        for key in JWT_SAMPLE_SECRETS
+    )

@@ -141,6 +141,7 @@ def _named_secrets(text: str, lowered: str) -> list[CredentialMatch]:
     else:
         hits = _NAME_KEYWORD_ANY_CASE.finditer(text)
     resume = 0
+    reread_until = -1  # the end of the last value whose names were read again
     for kw in hits:
         if kw.start() < resume:
             continue
@@ -154,28 +155,40 @@ def _named_secrets(text: str, lowered: str) -> list[CredentialMatch]:
         read = _read_value(text, value_start, prose)
         if read is None:
             continue
-        resume = max(resume, read[2])  # a value is not a name: `key=key=…` is scanned once
-        header = text[max(start, end - 13) : end].lower() == "authorization"
-        if not header and not _could_be_secret(read[0]):
-            continue
-        if text.startswith(("(", "["), read[2]):
-            continue  # `key = base64.b64encode(…)`, `token = data["token"]`: code
-        words = [w.lower() for w in NAME_WORD.findall(text[start:end])]
-        previous = _previous_word(text, start)
-        if prose and len(words) == 1 and words[0] in VERB_LIKE_PASSWORD_WORDS and previous != "de":
-            continue  # "pass `stream=True`": the verb, not a password ("mot de passe" is)
-        begin = start - 1 - len(previous)
-        proper = bool(previous) and text[begin].isupper() and text[begin + 1 : start].islower()
-        family = _name_family(words, previous, proper=proper)
-        if family is None:
-            continue
-        if family == "authorization":
-            match = _authorization_header(text, value_start)
-        else:
-            match = _judge_named_value(text, read, family, words, prose)
+        match = _judge_name(text, start, end, value_start, read, prose)
         if match is not None:
             return [match]
+        # A value judged not a secret may hold the real assignment ("my key is
+        # OPENAI_API_KEY = …", "my password is DB_PASSWORD=…"): its names are read too,
+        # but not those of a value inside one read again (`key=key=…` stays linear).
+        if read[1] >= reread_until:
+            resume, reread_until = read[1], read[2]
+        else:
+            resume = max(resume, read[2])
     return []
+
+
+def _judge_name(
+    text: str, start: int, end: int, value_start: int, read: tuple[str, int, int], prose: bool
+) -> CredentialMatch | None:
+    """The credential the name at ``start:end`` and its value ``read`` make, or None."""
+    header = text[max(start, end - 13) : end].lower() == "authorization"
+    if not header and not _could_be_secret(read[0]):
+        return None
+    if text.startswith(("(", "["), read[2]):
+        return None  # `key = base64.b64encode(…)`, `token = data["token"]`: code
+    words = [w.lower() for w in NAME_WORD.findall(text[start:end])]
+    previous = _previous_word(text, start)
+    if prose and len(words) == 1 and words[0] in VERB_LIKE_PASSWORD_WORDS and previous != "de":
+        return None  # "pass `stream=True`": the verb, not a password ("mot de passe" is)
+    begin = start - 1 - len(previous)
+    proper = bool(previous) and text[begin].isupper() and text[begin + 1 : start].islower()
+    family = _name_family(words, previous, proper=proper)
+    if family is None:
+        return None
+    if family == "authorization":
+        return _authorization_header(text, value_start)
+    return _judge_named_value(text, read, family, words, prose)
 
 
 # Names are ASCII identifiers, or words in Latin, Cyrillic or Hangul script; CJK and kana

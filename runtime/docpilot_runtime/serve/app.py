@@ -41,6 +41,8 @@ from docpilot_runtime.limits.caps import Caps, MemoryCaps
 from docpilot_runtime.limits.shared import DatabaseCaps
 from docpilot_runtime.records import Recorder
 from docpilot_runtime.records.outbox import outbox_depth
+from docpilot_runtime.records.rescreen import Screen
+from docpilot_runtime.screen.credentials import check_version, find_credential
 from docpilot_runtime.serve.ask import ask
 from docpilot_runtime.serve.bundle_swap import (
     RELOAD_PATH,
@@ -48,6 +50,7 @@ from docpilot_runtime.serve.bundle_swap import (
     reload_endpoint,
     reload_secret,
 )
+from docpilot_runtime.serve.connections import API_PREFIXES, ConnectionBudget, guard_of
 from docpilot_runtime.serve.feedback import FeedbackStore, feedback
 from docpilot_runtime.serve.mcp import MCP_PATH, http_mount
 from docpilot_runtime.serve.metrics import CONTENT_TYPE, CountedProvider, RuntimeMetrics, authorized
@@ -64,8 +67,23 @@ SETTLE_SECONDS = 10.0  # at shutdown, how long second opinions may still finish
 
 
 async def health(request: Request) -> Response:
-    """`GET /api/health`: what is loaded (bundle hash, units, embedder, mode)."""
-    return JSONResponse(runtime_of(request).health(), headers={"Cache-Control": "no-store"})
+    """`GET /api/health`: what is loaded (bundle hash, units, embedder, mode), and under
+    `docpilot serve` the open connections and whether their limit is full."""
+    body = runtime_of(request).health()
+    guard = guard_of(request.scope)
+    if guard is not None:
+        body["connections"] = guard.report()
+    return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+
+def stored_text_screen() -> Screen:
+    """The credential check the records are swept with (what an older one missed)."""
+
+    def kind_of(text: str) -> str | None:
+        found = find_credential(text)
+        return found.kind if found is not None else None
+
+    return Screen(kind_of, check_version())
 
 
 def queue_depths(runtime: Runtime) -> dict[str, int | None]:
@@ -103,9 +121,11 @@ def metrics_endpoint(metrics: RuntimeMetrics, token: str) -> Any:
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
-    """Routing errors (404, 405) as JSON under /api, as plain text for site pages."""
+    """Routing errors (404, 405) as JSON on the API's paths (/api/, /metrics, /mcp), as
+    plain text for site pages."""
     assert isinstance(exc, HTTPException)
-    if path_below(request.url.path, request.app.state.root_path).startswith("/api/"):
+    path = path_below(request.url.path, request.app.state.root_path)
+    if path.startswith(API_PREFIXES) or path == "/metrics":
         field = "method" if exc.status_code == 405 else "path"
         body = {"error": {"field": field, "message": exc.detail}}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
@@ -186,6 +206,8 @@ def build_app(
         # Headers outermost after that, so the 500 of JSONServerErrors carries them too.
         Middleware(SecurityHeaders, settings=settings.headers),
         Middleware(JSONServerErrors),
+        # Past the connection limit the API answers 503; pages, health, metrics go on.
+        Middleware(ConnectionBudget),
         Middleware(
             CORSMiddleware,
             allow_origins=list(settings.cors_origins),
@@ -198,7 +220,8 @@ def build_app(
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         if settings.records.enabled and runtime.recorder is None:  # records: spool replayed
             base = Path(settings.source).parent if settings.source else None
-            runtime.recorder = Recorder(settings.records, base, webhooks=settings.webhooks)
+            runtime.recorder = Recorder(settings.records, base, webhooks=settings.webhooks,
+                                        screen=stored_text_screen())
             await runtime.recorder.start()
         shared = None
         if caps is None and settings.caps.shared:  # every worker counts against one cap

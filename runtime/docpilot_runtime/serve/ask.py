@@ -70,7 +70,8 @@ async def answer_turn(
 ) -> Result:
     """Run one turn through the runtime and log it; exceptions propagate to the caller,
     which answers with a generic error. With ``caps``, a turn past the daily spend cap
-    runs without models and its cost is added to the day's spend."""
+    runs without models (each model call of a turn holds and settles its cost through the
+    runtime's caps as it runs)."""
     started = time.perf_counter()
     over_budget = caps is not None and await caps.spend_exhausted()
     if over_budget:
@@ -81,8 +82,6 @@ async def answer_turn(
         result.fallback_reason = "spend_cap"
         if runtime.metrics is not None:
             runtime.metrics.cap_hit("spend")
-    if caps is not None and result.usage:
-        await caps.record_spend(int(result.usage.get("cost_micro_usd") or 0))
     log_turn(result, time.perf_counter() - started)
     return result
 

@@ -6,10 +6,13 @@ worker thread: downloads, checks and index building never block turns), then ass
 refused by a check leaves the old one serving and is logged with the reason.
 
 ``POST /api/bundle/reload`` exists only when `[bundle] reload_secret_env` names a
-secret; the request must carry ``X-DocPilot-Timestamp`` and
-``X-DocPilot-Signature: sha256=HMAC(secret, "<timestamp>.<body>")``. Answers: 200
-``{"status": "swapped" | "unchanged", "bundles": [...]}``, 401 for a bad or stale
-signature, 422 naming the check a refused bundle failed.
+secret; the request must carry ``X-DocPilot-Timestamp``, a fresh ``X-DocPilot-Nonce`` and
+``X-DocPilot-Signature: sha256=HMAC(secret, "<timestamp>.<nonce>.<body>")``. A nonce is
+accepted once (`UsedNonces`: each process remembers the nonces of the signature window,
+so a captured request replays nowhere, or with `--workers N` at most once per process);
+the body has the `[limits] body_read_seconds` deadline. Answers: 200 ``{"status":
+"swapped" | "unchanged", "bundles": [...]}``, 401 for a bad, stale or replayed signature,
+408 for a body that does not arrive, 422 naming the check a refused bundle failed.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,13 +31,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from docpilot_runtime.bundle.schema import BundleError
-from docpilot_runtime.sites.source import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify_signature
+from docpilot_runtime.serve.requests import BodyTooLarge, read_capped
+from docpilot_runtime.sites.source import (
+    NONCE_HEADER,
+    SIGNATURE_HEADER,
+    SIGNATURE_MAX_AGE,
+    TIMESTAMP_HEADER,
+    verify_signature,
+)
 from docpilot_runtime.turn import Runtime
 
 log = logging.getLogger("docpilot.bundle")
 
 RELOAD_PATH = "/bundle/reload"  # under /api
 RELOAD_BODY_BYTES = 4096
+MAX_NONCES = 10_000  # signed requests remembered within the window; past it, refused
 
 
 class ReloadSecretMissing(ValueError):
@@ -120,6 +132,29 @@ class BundleSwapper:
                     await task
 
 
+@dataclass
+class UsedNonces:
+    """The nonces of signed requests accepted within the signature window (seconds),
+    so each is accepted once; bounded, since only a holder of the secret adds any."""
+
+    window: float = 2 * SIGNATURE_MAX_AGE  # a timestamp may be that far off either way
+    limit: int = MAX_NONCES
+    clock: Any = time.monotonic
+    seen: dict[str, float] = field(default_factory=dict)  # nonce -> when it may be forgotten
+
+    def use(self, nonce: str) -> str:
+        """"" when ``nonce`` is new (and now used), else why it is refused."""
+        now = self.clock()
+        for old in [n for n, until in self.seen.items() if until <= now]:
+            del self.seen[old]
+        if nonce in self.seen:
+            return f"{NONCE_HEADER} was already used"
+        if len(self.seen) >= self.limit:
+            return f"more than {self.limit} signed reloads within {self.window:g} s"
+        self.seen[nonce] = now + self.window
+        return ""
+
+
 def reload_secret(runtime: Runtime) -> bytes | None:
     """The reload secret from the environment; None when reloads are off."""
     name = runtime.settings.bundle.reload_secret_env
@@ -136,16 +171,22 @@ def reload_secret(runtime: Runtime) -> bytes | None:
 def reload_endpoint(swapper: BundleSwapper, secret: bytes) -> Any:
     """The `POST /api/bundle/reload` handler for ``swapper``, checking ``secret``."""
 
+    used = UsedNonces()
+    seconds = swapper.runtime.settings.caps.body_read_seconds
+
     async def reload(request: Request) -> Response:
-        body = b""
-        async for piece in request.stream():
-            body += piece
-            if len(body) > RELOAD_BODY_BYTES:
-                return _error(413, "body", f"is over the limit {RELOAD_BODY_BYTES}")
+        try:
+            async with asyncio.timeout(seconds):  # a trickled body would hold it forever
+                body = await read_capped(request, RELOAD_BODY_BYTES)
+        except BodyTooLarge:
+            return _error(413, "body", f"is over the limit {RELOAD_BODY_BYTES}")
+        except TimeoutError:
+            return _error(408, "body", f"was not received within {seconds:g} seconds")
+        headers = request.headers
+        nonce = headers.get(NONCE_HEADER)
         problem = verify_signature(
-            secret, request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER),
-            body,
-        )
+            secret, headers.get(TIMESTAMP_HEADER), nonce, headers.get(SIGNATURE_HEADER), body
+        ) or used.use(nonce or "")
         if problem:
             log.warning("bundle reload refused: %s", problem)
             return _error(401, "signature", problem)
@@ -166,6 +207,7 @@ __all__ = [
     "BundleSwapper",
     "ReloadSecretMissing",
     "SwapOutcome",
+    "UsedNonces",
     "reload_endpoint",
     "reload_secret",
 ]

@@ -21,6 +21,8 @@ in-process per-client cap of `docpilot mcp`; the HTTP app hands in its `Caps` (m
 shared through the database), so `/mcp` counts calls per client like `/api/ask` counts
 answers, and the `ask` tool takes an answer from the same caps and spend bound (its
 answer cap keyed by the chosen bundle's prefix, as `/api/ask` keys it by the reader's).
+Over HTTP, `mcp_sessions.SessionGate` bounds the sessions themselves: per client and in
+all, opened through the call cap, idle ones ended quickly.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from docpilot_runtime import __version__
+from docpilot_runtime.limits.caps import Admission
+from docpilot_runtime.serve.mcp_sessions import AdmitCall, SessionGate, limits_of
 from docpilot_runtime.serve.mcp_tools import (
     DEFAULT_CALLS_PER_MINUTE,
     CallCap,
@@ -155,20 +159,28 @@ def http_mount(
     )
     from mcp.server.transport_security import TransportSecuritySettings
 
-    if limit is None and caps is not None:
+    admit: AdmitCall | None = None
+    if caps is not None:
         source = caps
 
-        async def limit_calls(client: str) -> bool:
-            admission = await source().admit_calls(client, DEFAULT_CALLS_PER_MINUTE)
-            return admission.allowed
+        async def admit_call(client: str) -> Admission:
+            return await source().admit_calls(client, DEFAULT_CALLS_PER_MINUTE)
 
-        limit = limit_calls
+        async def limit_calls(client: str) -> bool:
+            return (await admit_call(client)).allowed
+
+        admit = admit_call  # opening a session is a call too
+        limit = limit or limit_calls
     server = build_server(DocsTools(runtime, limit, caps))
+    sessions = limits_of(runtime.settings.caps)
     # The tools hand out only the public site's own text, like /api/ask, which has no
-    # host check either; a fixed host list would break every real deployment.
+    # host check either; a fixed host list would break every real deployment. The SDK's
+    # own session bound is a backstop: SessionGate counts sessions per client and in all.
     manager = StreamableHTTPSessionManager(
         app=server,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        session_idle_timeout=sessions.idle_seconds,
+        max_sessions=2 * sessions.total,
     )
 
     @asynccontextmanager
@@ -176,4 +188,6 @@ def http_mount(
         async with manager.run():
             yield
 
-    return HttpMount(StreamableHTTPASGIApp(manager), lifespan)
+    gate = SessionGate(StreamableHTTPASGIApp(manager), sessions, admit,
+                       runtime.settings.caps.trusted_proxies)
+    return HttpMount(gate, lifespan)

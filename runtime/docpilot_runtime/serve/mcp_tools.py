@@ -345,9 +345,8 @@ class DocsTools:
         # No reader's page (nothing to rank first, nothing to tell the model); the
         # runtime's own words (refusals) follow the chosen bundle's language.
         request = AskRequest(question=question, lang=site.language or None)
+        # Its model calls hold and settle their cost through the runtime's caps.
         result = await self.runtime.ask(request, models=not over_budget, site=site)
-        if caps is not None and result.usage:
-            await caps.record_spend(int(result.usage.get("cost_micro_usd") or 0))
         link = bundle_link(site)
         return ToolReply(
             {

@@ -49,9 +49,17 @@ class BodyTooLarge(Exception):
 
 
 def is_json(request: Request) -> bool:
-    """Whether the body is declared JSON (``application/json`` or a ``+json`` type), so
-    a form post or a text/plain beacon is refused with 415 before anything is read."""
-    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    """Whether the body is declared JSON (``application/json`` or a ``+json`` type) in
+    UTF-8, the only charset JSON has between systems (RFC 8259), so a form post, a
+    text/plain beacon or a UTF-16 body is refused with 415 before anything is read."""
+    media, _, params = request.headers.get("content-type", "").partition(";")
+    media = media.strip().lower()
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip().strip('"').lower() not in (
+            "utf-8", "utf8"
+        ):
+            return False
     return media == "application/json" or (
         media.startswith("application/") and media.endswith("+json")
     )
@@ -91,7 +99,8 @@ async def read_json(request: Request, limit: int, seconds: float = 10.0) -> Any:
     """The decoded JSON body; raises RequestError (with the HTTP status to answer) for a
     wrong content type, an oversized, slow or too deeply nested body, or malformed JSON."""
     if not is_json(request):
-        raise HTTPRequestError(415, "body", "must be sent as Content-Type: application/json")
+        raise HTTPRequestError(
+            415, "body", "must be sent as Content-Type: application/json, in UTF-8")
     try:
         # A client trickling its body would otherwise hold the connection forever.
         async with asyncio.timeout(seconds):
@@ -105,8 +114,19 @@ async def read_json(request: Request, limit: int, seconds: float = 10.0) -> Any:
     if json_depth(raw) > MAX_JSON_DEPTH:
         raise HTTPRequestError(400, "body", "nests deeper than the limit", MAX_JSON_DEPTH)
     try:
-        return json.loads(raw, parse_int=decode_int)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        # Decoded here, strictly: json.loads would guess UTF-16 or UTF-32 from bytes, and
+        # skip a byte-order mark, where RFC 8259 has UTF-8 only and no BOM.
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HTTPRequestError(
+            400, "body", f"is not UTF-8 (at byte {exc.start})") from None
+    if text.startswith("\ufeff"):
+        raise HTTPRequestError(400, "body", "starts with a byte-order mark; send UTF-8 without one")
+    if (nul := text.find("\x00")) != -1:  # JSON never holds a raw NUL: UTF-16 or UTF-32
+        raise HTTPRequestError(400, "body", f"is not UTF-8 JSON (a NUL at character {nul})")
+    try:
+        return json.loads(text, parse_int=decode_int)
+    except (json.JSONDecodeError, RecursionError) as exc:
         # The position only: the decoder's message never quotes the text itself.
         # (RecursionError: a few kilobytes of "[[[[" nest deeper than the stack.)
         where = getattr(exc, "pos", None)

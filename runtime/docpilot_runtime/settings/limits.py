@@ -18,7 +18,12 @@ class LimitSettings:
     daily_spend_micro_usd: int = 0  # per UTC day, for the whole process; 0 = no cap
     public_usage: bool = False  # results over HTTP carry `usage` (provider, model, cost)
     body_read_seconds: float = 10.0  # a request body must arrive within this time
-    max_connections: int = 200  # uvicorn's limit_concurrency: past it, 503
+    max_connections: int = 200  # API requests at once (+ a reserve: open connections)
+    max_connections_per_client: int = 32  # open connections from one address; 0 = no cap
+    request_head_seconds: float = 10.0  # a request line and headers must arrive within this
+    mcp_sessions: int = 100  # open MCP sessions at once, every client together
+    mcp_sessions_per_client: int = 8  # open MCP sessions of one client address
+    mcp_session_idle_seconds: float = 300.0  # an MCP session idle this long is ended
     shared: bool = False  # caps and spend kept in the records database (caps_shared)
 
 

@@ -12,9 +12,16 @@ Node shapes (JSON):
 
 - a string: a text node (``"\\n"`` inside it is a soft line break);
 - ``{"t": TAG, "c": [node, ...]}`` for TAG in `CONTAINERS` and `INLINE`;
-- ``{"t": "a", "href": URL, "c": [...]}``: a link whose URL the validator accepted;
+- ``{"t": "a", "href": URL, "c": [...]}``: a link whose URL the validator accepted; an
+  off-site one also has ``"external": HOST`` (`check.links.mark_offsite_links`);
 - ``{"t": "pre", "lang": WORD, "c": [text]}``, ``{"t": "code", "c": [text]}``;
 - ``{"t": "ol", "start": N, "c": [...]}``;
+- ``{"t": "li", "checked": BOOL, "c": [...]}``: a task list item (GFM), done or not;
+- ``{"t": "del", "c": [...]}``: struck-out text (GFM ``~~``);
+- a GFM table: ``{"t": "table", "c": [thead, tbody?]}``, ``thead``/``tbody`` holding
+  ``tr`` rows of ``th``/``td`` cells (inline nodes), a cell with ``"align"`` =
+  ``left`` | ``center`` | ``right`` when its column says so; every row has the header's
+  number of cells;
 - ``{"t": "cite", "n": N}``: citation marker N (the result's ``citations[n-1]``);
 - ``{"t": "br"}``, ``{"t": "hr"}``.
 
@@ -31,9 +38,12 @@ from typing import Any
 Node = str | dict[str, Any]
 
 BLOCKS = ("p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "ul", "ol", "li", "pre", "hr")
-INLINE = ("em", "strong", "a", "code", "br", "cite")
+TABLE = ("table", "thead", "tbody", "tr", "th", "td")
+INLINE = ("em", "strong", "del", "a", "code", "br", "cite")
 CONTAINERS = ("p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "ul", "ol", "li")
-ALLOWED = frozenset(BLOCKS + INLINE)
+ALLOWED = frozenset(BLOCKS + TABLE + INLINE)
+ALIGNMENTS = ("left", "center", "right")
+TABLE_LEVELS = 4  # table, thead/tbody, tr, th/td: the levels a table needs below its place
 MAX_DEPTH = 12  # elements, counted from a top-level block; the widget caps the same
 MAX_CONTAINER_DEPTH = 8  # blockquote/ul/ol/li levels kept; deeper ones are flattened
 
@@ -41,7 +51,10 @@ _LANGUAGE = re.compile(r"[\w.+#-]{1,40}")
 # Characters that are Markdown anywhere in a line; more are escaped at a line's start.
 _ESCAPE_ANYWHERE = re.compile(r"([\\`*_\[\]<>&#~!|])")
 _ORDERED = re.compile(r"(\d{1,9})[.)]")
+_DELIMITER_ROW = re.compile(r":[-: \t]*")  # (a "-" at a line's start is escaped anyway)
 _DESTINATION_ESCAPE = re.compile(r"([\\()<>&\s])")
+_MARKS = {"em": "*", "strong": "**", "del": "~~"}
+_DELIMITERS = {"left": ":--", "center": ":-:", "right": "--:"}
 
 
 def text_of(nodes: Sequence[Node]) -> str:
@@ -117,8 +130,9 @@ def _cite_text(n: int) -> str:
 
 def _escape_line_start(line: str) -> str:
     """A line of paragraph text that cannot open a block: list markers, a setext
-    underline, an ordered item's dot."""
-    if line[:1] in ("-", "+", "="):
+    underline, an ordered item's dot, a table's delimiter row (":-" under a line that
+    holds an escaped pipe makes one)."""
+    if line[:1] in ("-", "+", "=") or _DELIMITER_ROW.fullmatch(line):
         return "\\" + line
     match = _ORDERED.match(line)
     return f"{match.group(1)}\\{line[len(match.group(1)) :]}" if match else line
@@ -149,7 +163,11 @@ def _code_span(value: str) -> str:
     return f"{fence} {value} {fence}" if pad else f"{fence}{value}{fence}"
 
 
-def _inline(nodes: Sequence[Node], cite: CiteText, at_line_start: bool) -> str:
+def _inline(
+    nodes: Sequence[Node], cite: CiteText, at_line_start: bool, cell: bool = False
+) -> str:
+    """Inline nodes as escaped Markdown; in a table ``cell`` a line break is a space and
+    a code span's pipes are escaped (GFM splits a row before it reads code)."""
     out: list[str] = []
     after_cite = False
 
@@ -168,22 +186,24 @@ def _inline(nodes: Sequence[Node], cite: CiteText, at_line_start: bool) -> str:
             if tag == "cite":
                 piece = cite(int(node["n"]))
             elif tag == "br":
-                piece = "\\\n"
+                piece = " " if cell else "\\\n"
             elif tag == "code":
                 piece = _code_span(text_of(children))
-            elif tag in ("em", "strong"):
-                inner = _inline(children, cite, line_start())
-                mark = "*" if tag == "em" else "**"
+                if cell:
+                    piece = piece.replace("|", "\\|")
+            elif tag in _MARKS:
+                inner = _inline(children, cite, line_start(), cell)
+                mark = _MARKS[tag]
                 piece = f"{mark}{inner}{mark}" if inner.strip() else inner
             elif tag == "a":
-                inner = _inline(children, cite, line_start())
+                inner = _inline(children, cite, line_start(), cell)
                 href = _DESTINATION_ESCAPE.sub(
                     lambda m: "%20" if m.group(1).isspace() else "\\" + m.group(1),
                     str(node.get("href", "")),
                 )
                 piece = f"[{inner}]({href})" if inner.strip() and href else inner
             else:
-                piece = _inline(children, cite, line_start())
+                piece = _inline(children, cite, line_start(), cell)
             if after_cite and piece[:1] in ("(", ":") and tag != "cite":
                 piece = "\\" + piece
         after_cite = isinstance(node, dict) and node.get("t") == "cite"
@@ -231,10 +251,57 @@ def _block_lines(node: Node, cite: CiteText) -> list[str]:
             )
             marker = f"{number}. " if tag == "ol" else "- "
             number += 1
-            out.extend(_indent(_blocks_lines(item_blocks, cite), marker, " " * len(marker)))
+            lines = _blocks_lines(item_blocks, cite)
+            checked = item.get("checked") if isinstance(item, dict) else None
+            if isinstance(checked, bool) and lines and _first_is_paragraph(item_blocks):
+                lines[0] = ("[x] " if checked else "[ ] ") + lines[0]
+            out.extend(_indent(lines, marker, " " * len(marker)))
         return out
+    if tag == "table":
+        return _table_lines(node, cite)
     # li outside a list, or anything else: its blocks
     return _blocks_lines(children, cite)
+
+
+def _first_is_paragraph(blocks: Sequence[Node]) -> bool:
+    return bool(blocks) and isinstance(blocks[0], dict) and blocks[0].get("t") == "p"
+
+
+def table_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """A table's rows, the header's first (thead and tbody are read through)."""
+    rows: list[dict[str, Any]] = []
+    for child in table.get("c", []):
+        if not isinstance(child, dict):
+            continue
+        if child.get("t") == "tr":
+            rows.append(child)
+        elif child.get("t") in ("thead", "tbody"):
+            rows.extend(r for r in child.get("c", []) if isinstance(r, dict) and r.get("t") == "tr")
+    return rows
+
+
+def _cells(row: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in row.get("c", []) if isinstance(c, dict) and c.get("t") in ("th", "td")]
+
+
+def _table_lines(node: dict[str, Any], cite: CiteText) -> list[str]:
+    """A GFM table: the header row, its delimiter row (with the columns' alignment), then
+    the body rows, each cut or filled to the header's width."""
+    rows = table_rows(node)
+    header = _cells(rows[0]) if rows else []
+    if not header:
+        return []
+
+    def line(cells: list[dict[str, Any]]) -> str:
+        texts = [
+            _inline(c.get("c", []), cite, False, cell=True).replace("\n", " ").strip()
+            for c in cells
+        ]
+        texts = (texts + [""] * len(header))[: len(header)]
+        return "| " + " | ".join(texts) + " |"
+
+    delimiter = " | ".join(_DELIMITERS.get(str(c.get("align")), "---") for c in header)
+    return [line(header), f"| {delimiter} |", *(line(_cells(row)) for row in rows[1:])]
 
 
 def _blocks_lines(nodes: Sequence[Node], cite: CiteText) -> list[str]:

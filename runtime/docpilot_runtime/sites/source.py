@@ -29,6 +29,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,9 +48,12 @@ from docpilot_runtime.settings.embedder import QueryEmbedderSettings
 
 log = logging.getLogger("docpilot.bundle")
 
-SIGNATURE_HEADER = "X-DocPilot-Signature"  # "sha256=" + hex HMAC of "<timestamp>.<body>"
+# "sha256=" + hex HMAC of "<timestamp>.<nonce>.<body>"
+SIGNATURE_HEADER = "X-DocPilot-Signature"
 TIMESTAMP_HEADER = "X-DocPilot-Timestamp"  # Unix seconds, within SIGNATURE_MAX_AGE of now
-SIGNATURE_MAX_AGE = 300  # seconds: an older (or replayed) signed request is refused
+NONCE_HEADER = "X-DocPilot-Nonce"  # new for every request: a used one is refused (replay)
+SIGNATURE_MAX_AGE = 300  # seconds: an older signed request is refused
+_NONCE = re.compile(r"[A-Za-z0-9_\-]{16,128}")
 MANIFEST_REL = f"{BUNDLE_DIR}/{MANIFEST_NAME}"
 BUNDLE_REL = f"{BUNDLE_DIR}/{BUNDLE_NAME}"
 MIKE_VERSIONS = "versions.json"
@@ -294,13 +298,18 @@ class BundleSource:
         )
 
         raw = self._read(entry.where)
-        digest = hashlib.sha256(raw).hexdigest()
+        try:
+            bundle = parse_bundle(raw, entry.where)  # hashed once, beside the decoding
+        except BundleError:
+            bundle = None  # a partial upload is reported as one below, not as bad msgpack
+        digest = bundle.hash if bundle is not None else hashlib.sha256(raw).hexdigest()
         if entry.sha256 and digest != entry.sha256:
             raise BundleError(
                 f"{entry.where}: sha256 {digest[:12]}… differs from the manifest's "
                 f"{entry.sha256[:12]}… (a partial upload, or a stale manifest)"
             )
-        bundle = parse_bundle(raw, entry.where)
+        if bundle is None:
+            bundle = parse_bundle(raw, entry.where)  # raises the decoding error itself
         if not bundle.units:
             raise BundleError(f"{entry.where}: the bundle has no units (an empty index)")
         site = site_from_bundle(bundle, entry.prefix, self.hosted)
@@ -325,30 +334,35 @@ def load_sites(
     return source, sites
 
 
-def signature(secret: bytes, timestamp: str, body: bytes) -> str:
-    """The value of SIGNATURE_HEADER for ``body`` sent at ``timestamp``."""
-    mac = hmac.new(secret, timestamp.encode("ascii") + b"." + body, hashlib.sha256)
-    return "sha256=" + mac.hexdigest()
+def signature(secret: bytes, timestamp: str, nonce: str, body: bytes) -> str:
+    """The value of SIGNATURE_HEADER for ``body`` sent at ``timestamp`` with ``nonce``."""
+    signed = f"{timestamp}.{nonce}.".encode("ascii") + body
+    return "sha256=" + hmac.new(secret, signed, hashlib.sha256).hexdigest()
 
 
 def verify_signature(
-    secret: bytes, timestamp: str | None, sent: str | None, body: bytes, now: float | None = None
+    secret: bytes, timestamp: str | None, nonce: str | None, sent: str | None, body: bytes,
+    now: float | None = None,
 ) -> str:
-    """"" when the request is signed with ``secret`` and fresh, else why it is refused."""
-    if not timestamp or not sent:
-        return f"{TIMESTAMP_HEADER} and {SIGNATURE_HEADER} headers are required"
+    """"" when the request is signed with ``secret`` and fresh, else why it is refused.
+    Whether its nonce was used before is the caller's to check (`serve.bundle_swap`)."""
+    if not timestamp or not nonce or not sent:
+        return f"{TIMESTAMP_HEADER}, {NONCE_HEADER} and {SIGNATURE_HEADER} headers are required"
     try:
         age = abs((now if now is not None else time.time()) - int(timestamp))
     except ValueError:
         return f"{TIMESTAMP_HEADER} must be Unix seconds"
     if age > SIGNATURE_MAX_AGE:
         return f"{TIMESTAMP_HEADER} is more than {SIGNATURE_MAX_AGE} s from now"
-    if not hmac.compare_digest(signature(secret, timestamp, body), sent.strip()):
+    if not _NONCE.fullmatch(nonce):
+        return f"{NONCE_HEADER} must be 16 to 128 letters, digits, '-' or '_'"
+    if not hmac.compare_digest(signature(secret, timestamp, nonce, body), sent.strip()):
         return f"{SIGNATURE_HEADER} does not match"
     return ""
 
 
 __all__ = [
+    "NONCE_HEADER",
     "BundleSource",
     "Located",
     "SourceError",
