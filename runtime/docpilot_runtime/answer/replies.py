@@ -29,6 +29,7 @@ _DECLINES = re.compile(
     re.I,
 )
 _MARKERS = re.compile(r"\[\[?[^\[\]\n]{0,300}\]?\]")
+_ADDRESSES = re.compile(r"\b(?:https?|ftp|mailto):[^\s)>\]]*", re.I)
 _ECHO_WORDS = 8  # the length of a run of words that counts as copied from the rules
 _ECHO_SHARE = 0.5  # an answer this much copied from the rules is an echo
 _LOOP_WORDS = 6  # a run of words repeated LOOP_TIMES times is a loop
@@ -167,7 +168,8 @@ def degenerate(text: str, rules: str) -> str:
     bare = _MARKERS.sub(" ", text)
     if len(re.sub(r"\W+", "", bare)) < MIN_ANSWER_CHARS:
         return "it holds no text beyond citation markers"
-    words = _words(bare)
+    # Addresses are not words a model loops on: one link named three times is no loop.
+    words = _words(_ADDRESSES.sub(" ", bare))
     runs: dict[tuple[str, ...], int] = {}
     for i in range(len(words) - _LOOP_WORDS + 1):
         run = tuple(words[i : i + _LOOP_WORDS])

@@ -18,17 +18,27 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 
-from docpilot_runtime.answer.replies import MIN_ANSWER_CHARS, declines
+from docpilot_runtime.answer.replies import DECLINE_LEAD, MIN_ANSWER_CHARS, declines
 from docpilot_runtime.check.validate import Piece, StreamValidator
 
 _CALL_OPENERS = ("<tool_call>", "{")
 _MARKER = re.compile(r"\[\[?[^\[\]\n]{0,300}\]?\]")
 
 
-def looks_answered(text: str) -> bool:
+# While the reply streams, text shows only once it is this long: a decline phrase that
+# starts within DECLINE_LEAD characters (which makes the whole reply a decline) has ended
+# by then. The validator releases text the moment its first citation arrives, so
+# "[1] NOT" would otherwise show before "COVERED" comes.
+HOLD_CHARS = DECLINE_LEAD + 30
+
+
+def looks_answered(text: str, final: bool = False) -> bool:
     """Whether the text so far says something and is no decline, so it may start
-    showing: a small model's "[1] NOT COVERED [2] ..." cites, and must not flash up."""
+    showing: a small model's "[1] NOT COVERED [2] ..." cites, and must not flash up.
+    Before the reply is ``final``, a text shorter than HOLD_CHARS waits."""
     letters = re.sub(r"\W+", "", _MARKER.sub(" ", text))
+    if not final and len(text) < HOLD_CHARS:
+        return False
     return len(letters) >= MIN_ANSWER_CHARS and not declines(text)
 
 
@@ -229,13 +239,18 @@ class ReplyStream:
         shown = await asyncio.to_thread(stream.feed, text)
         await self._show(channel, shown)
 
-    async def _show(self, channel: str, piece: Piece | None) -> None:
-        if piece is None or self.owner not in ("", channel):
+    async def _show(self, channel: str, piece: Piece | None, final: bool = False) -> None:
+        if self.owner not in ("", channel):
             return
         held = self.held[channel]
-        held.append(piece)
+        if piece is not None:
+            held.append(piece)
+        if not held:
+            return
         text = self.text[channel]
-        if not looks_answered(text) or (self.grounded is not None and not self.grounded(text)):
+        if not looks_answered(text, final) or (
+            self.grounded is not None and not self.grounded(text)
+        ):
             return
         self.owner = channel
         self.held[channel] = []
@@ -254,4 +269,4 @@ class ReplyStream:
             return
         rest = await asyncio.to_thread(stream.finish)
         if self.owner in ("", channel):
-            await self._show(channel, rest)
+            await self._show(channel, rest, final=True)
