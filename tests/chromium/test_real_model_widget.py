@@ -68,8 +68,12 @@ def test_a_real_models_turn_reaches_the_widget_piece_by_piece_and_grounded(
     page.goto(model_server.base_url + "/")
     reader.open_panel()
     reader.ask(QUESTION)
-    body = reader.page.locator(".dp-turn").nth(0).locator(".dp-body[data-kind]")
-    body.wait_for(timeout=600_000)
+    turn = reader.page.locator(".dp-turn").nth(0)
+    body = turn.locator(".dp-body[data-kind]")
+    # The final reply, or the widget's error state (which would otherwise be waited out).
+    turn.locator(".dp-body[data-kind], .dp-error").first.wait_for(timeout=600_000)
+    errors = turn.locator(".dp-error")
+    assert not errors.count(), f"the widget failed the turn: {errors.first.inner_text()}"
 
     times = page.evaluate("window.__docpilotTimes")
     final_at = min(t for kind, t in times if kind == "final")
