@@ -5,15 +5,20 @@ slowloris connections, and `/api/health` and `/metrics` polled while 200 readers
 on (SQLite) and one OpenAI-compatible provider: the tests' scripted server in this
 process, waiting ``--delay`` seconds (default 0.2) before each reply.
 
-- idle: one client (source address 127.0.0.2) opens ``--idle`` connections that send
-  nothing and ``--slow`` that send a request head one byte every ``--drip`` seconds; then
-  another client (127.0.0.1) polls a page, `/api/health` and `/metrics` ``--polls`` times
-  each: their statuses and p50/p99 latency. Then how many of the hostile connections the
-  server has closed, and after how long (measured up to ``--hold`` seconds);
+- idle: ``--idle`` connections that send nothing, from ``--idle-clients`` addresses
+  (127.0.0.2 on; ten by default, so each stays under the per-client cap and all are held
+  open until the head deadline; 1: one client, whose connections past its cap are refused),
+  and ``--slow`` from one more address that send a request head one byte every ``--drip``
+  seconds; meanwhile another client (127.0.0.1) polls a page, `/api/health` and `/metrics`
+  ``--polls`` times each: their statuses, p50/p99 latency, and the most open connections
+  health reported. Then how many of the hostile connections the server has closed, and
+  after how long (measured up to ``--hold`` seconds);
 - readers: ``--readers`` readers (default 200, spread over ten loopback source addresses,
   as that many people are) stream `POST /api/ask` for ``--turns`` turns, each asking again
-  as soon as its answer arrives; meanwhile `/api/health` and `/metrics` are polled every
-  ``--every`` seconds on fresh connections: statuses and p50/p99 latency.
+  as soon as its answer arrives (the provider takes ``--delay`` seconds, so the streams stay
+  open that long); meanwhile a page, `/api/health` and `/metrics` are polled every
+  ``--every`` seconds on fresh connections: statuses, p50/p99 latency, and the most API
+  requests (streams) health reported open at once.
 
 The site is example-site (built here); ``--smoke`` uses a three-page site, 20 idle
 connections, 20 readers and 60 turns. Run:
@@ -62,6 +67,9 @@ class Probes:
 
     statuses: Counter[str] = field(default_factory=Counter)
     millis: list[float] = field(default_factory=list)
+    # The most connections open, and API requests served, that a health answer reported.
+    peak_open: int = 0
+    peak_api: int = 0
 
     def row(self, name: str) -> str:
         codes = ", ".join(f"{code} × {n}" for code, n in sorted(self.statuses.items()))
@@ -70,9 +78,9 @@ class Probes:
                 f"{percentile(ok, 0.5):.1f} | {percentile(ok, 0.99):.1f} | {max(ok, default=0):.1f} |")
 
 
-def get_status(port: int, path: str, timeout: float = 30.0) -> int:
+def get_status(port: int, path: str, timeout: float = 30.0) -> tuple[int, bytes]:
     """One GET on a fresh connection from 127.0.0.1, read to the end of its response (raw
-    sockets: an HTTP client's own set-up would dwarf a millisecond answer)."""
+    sockets: an HTTP client's own set-up would dwarf a millisecond answer): status, body."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(f"GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n"
                      f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
@@ -81,16 +89,24 @@ def get_status(port: int, path: str, timeout: float = 30.0) -> int:
             data += chunk
     if not data.startswith(b"HTTP/1.1 "):
         raise ConnectionError("no HTTP response")
-    return int(data.split(b" ", 2)[1])
+    return int(data.split(b" ", 2)[1]), data.partition(b"\r\n\r\n")[2]
 
 
 def poll(port: int, path: str, probes: Probes) -> None:
-    """One poll: its status (or the error's name) and its latency."""
+    """One poll: its status (or the error's name), its latency, and for health the
+    connection counts it reports."""
     started = time.perf_counter()
     try:
-        probes.statuses[str(get_status(port, path))] += 1
+        status, body = get_status(port, path)
     except OSError as exc:
         probes.statuses[type(exc).__name__] += 1
+    else:
+        probes.statuses[str(status)] += 1
+        if path == "/api/health" and status == 200:
+            # (a runtime older than the connection bounds reports no counts)
+            counts = json.loads(body).get("connections", {})
+            probes.peak_open = max(probes.peak_open, counts.get("open", 0))
+            probes.peak_api = max(probes.peak_api, counts.get("api_requests", 0))
     probes.millis.append((time.perf_counter() - started) * 1000)
 
 
@@ -106,11 +122,17 @@ class Hostile:
     closed_after: list[float | None]
 
 
-def open_hostile(port: int, idle: int, slow: int) -> Hostile:
+def hostile_address(n: int, idle: int, clients: int) -> str:
+    """The source address of hostile connection ``n``: the idle ones dealt over ``clients``
+    addresses from 127.0.0.2, the slowloris ones (past ``idle``) from the next."""
+    return f"127.0.0.{2 + (n % clients if n < idle else clients)}"
+
+
+def open_hostile(port: int, idle: int, slow: int, clients: int) -> Hostile:
     sockets = []
-    for _ in range(idle + slow):
+    for n in range(idle + slow):
         sock = socket.socket()
-        sock.bind((HOSTILE, 0))
+        sock.bind((hostile_address(n, idle, clients), 0))
         sock.settimeout(10)
         try:
             sock.connect(("127.0.0.1", port))
@@ -152,7 +174,7 @@ def watch_hostile(hostile: Hostile, slow: int, drip: float, hold: float) -> None
 def idle_phase(
     port: int, page: str, args: argparse.Namespace
 ) -> tuple[dict[str, Probes], Hostile]:
-    hostile = open_hostile(port, args.idle, args.slow)
+    hostile = open_hostile(port, args.idle, args.slow, args.idle_clients)
     watcher = threading.Thread(target=watch_hostile,
                                args=(hostile, args.slow, args.drip, args.hold), daemon=True)
     watcher.start()
@@ -169,23 +191,25 @@ def idle_phase(
 # ---------------------------------------------------------------------- readers
 
 
-def poll_until_told(port: int, every: float) -> None:
-    """The poller's own process (``--poll-port``): poll health and metrics every ``every``
+def poll_until_told(port: int, page: str, every: float) -> None:
+    """The poller's own process (``--poll-port``): poll a page, health and metrics every ``every``
     seconds until stdin closes, then print the results as JSON. A process of its own, so
     the readers' event loop in this one never delays a poll."""
-    probes = {path: Probes() for path in ("/api/health", "/metrics")}
+    probes = {path: Probes() for path in (page, "/api/health", "/metrics")}
     while not select.select([sys.stdin], [], [], every)[0]:
         for path, counts in probes.items():
             poll(port, path, counts)
-    json.dump({path: {"statuses": dict(p.statuses), "millis": p.millis}
+    json.dump({path: {"statuses": dict(p.statuses), "millis": p.millis,
+                      "peak_open": p.peak_open, "peak_api": p.peak_api}
                for path, p in probes.items()}, sys.stdout)
 
 
 async def readers_phase(
-    base_url: str, port: int, args: argparse.Namespace, question: str
+    base_url: str, port: int, page: str, args: argparse.Namespace, question: str
 ) -> tuple[dict[str, Probes], int, Counter[str], float]:
     poller = subprocess.Popen(
-        [sys.executable, __file__, "--poll-port", str(port), "--every", str(args.every)],
+        [sys.executable, __file__, "--poll-port", str(port), "--poll-page", page,
+         "--every", str(args.every)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     started = time.perf_counter()
     groups = 10
@@ -200,7 +224,8 @@ async def readers_phase(
     out, _ = poller.communicate("", timeout=120)
     probes = {}
     for path, data in json.loads(out).items():
-        probes[path] = Probes(Counter(data["statuses"]), data["millis"])
+        probes[path] = Probes(Counter(data["statuses"]), data["millis"], data["peak_open"],
+                              data["peak_api"])
     return probes, len(flat), Counter(o.error for o in flat if not o.ok), seconds
 
 
@@ -263,7 +288,8 @@ def connections_report(port: int) -> dict[str, int]:
         data = b""
         while chunk := sock.recv(65536):
             data += chunk
-    report: dict[str, int] = json.loads(data.split(b"\r\n\r\n", 1)[1])["connections"]
+    report: dict[str, int] = json.loads(data.split(b"\r\n\r\n", 1)[1]).get(
+        "connections", {"refused": 0, "timed_out": 0})
     return report
 
 
@@ -278,6 +304,8 @@ def probe_table(title: str, probes: dict[str, Probes]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--idle", type=int, default=200, help="idle connections")
+    parser.add_argument("--idle-clients", type=int, default=10,
+                        help="addresses the idle connections come from")
     parser.add_argument("--slow", type=int, default=20, help="slowloris connections")
     parser.add_argument("--drip", type=float, default=1.0, help="seconds between their bytes")
     parser.add_argument("--hold", type=float, default=40.0, help="seconds the flood is watched")
@@ -292,12 +320,13 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="a small site and small counts")
     parser.add_argument("--log", type=Path, help="keep the runtime's log in this file")
     parser.add_argument("--poll-port", type=int, help=argparse.SUPPRESS)  # the poller's mode
+    parser.add_argument("--poll-page", default="/", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.poll_port:
-        poll_until_told(args.poll_port, args.every)
+        poll_until_told(args.poll_port, args.poll_page, args.every)
         return
     if args.smoke:
-        args.idle, args.slow, args.hold, args.polls = 20, 4, 12.0, 3
+        args.idle, args.idle_clients, args.slow, args.hold, args.polls = 20, 2, 4, 12.0, 3
         args.readers, args.turns, args.every, args.mcp = 20, 60, 0.2, 30
     os.environ[TOKEN_ENV] = TOKEN
     with tempfile.TemporaryDirectory() as tmp:
@@ -319,14 +348,15 @@ def main() -> None:
                 flood = mcp_phase(runtime.port, runtime.process.pid, args.mcp) if args.mcp else None
                 before = connections_report(runtime.port)
                 readers, turns, errors, seconds = asyncio.run(
-                    readers_phase(runtime.base_url, runtime.port, args, question))
+                    readers_phase(runtime.base_url, runtime.port, page, args, question))
                 after = connections_report(runtime.port)
     load = os.getloadavg()[0]
     print(f"\n## Connection benchmark on tree {tree_state()}, {time.strftime('%Y-%m-%d')}, "
           f"{corpus}, max_connections {args.max_connections}, 1-minute load {load:.1f}\n")
     closed = sorted(c for c in hostile.closed_after if c is not None)
-    probe_table(f"While {len(hostile.sockets)} connections from one client hang "
-                f"({args.idle} idle, {args.slow} dripping a head):", idle)
+    probe_table(f"While {len(hostile.sockets)} connections hang ({args.idle} idle from "
+                f"{args.idle_clients} addresses, {args.slow} dripping a head from one more; "
+                f"health saw at most {idle['/api/health'].peak_open} open):", idle)
     print(f"\n| hostile connections | opened | closed by the server within {args.hold:g} s "
           "| first closed s | last closed s |")
     print("|---|---:|---:|---:|---:|")
@@ -335,7 +365,8 @@ def main() -> None:
           f"{closed[-1] if closed else float('nan'):.1f} |")
     failed = ", ".join(f"{n} × {error}" for error, n in errors.most_common()) or "none"
     probe_table(f"While {args.readers} readers stream {turns} turns from ten addresses "
-                f"({turns / seconds:.1f} turns/s; failed turns: {failed}), polled from "
+                f"({turns / seconds:.1f} turns/s; failed turns: {failed}; health saw at "
+                f"most {readers['/api/health'].peak_api} streams at once), polled from "
                 "another process:", readers)
     if flood is not None:
         codes = ", ".join(f"{code} × {n}" for code, n in sorted(flood.statuses.items()))

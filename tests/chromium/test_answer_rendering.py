@@ -121,6 +121,30 @@ def test_readers_see_the_text_commonmark_shows(renderer: Page, written: str, see
     assert outcome["shown"] == f"{seen} [1]"
 
 
+LINKS = """
+(blocks) => {
+  const box = document.createElement("div");
+  box.append(window.renderTree(blocks, { cite: () => null }));
+  return { text: box.textContent, links: [...box.querySelectorAll("a")].map(
+    (a) => ({ href: a.href, rel: a.rel, target: a.target })) };
+}
+"""
+
+
+def test_an_off_site_link_shows_its_domain_and_passes_on_no_ranking(renderer: Page) -> None:
+    """Issue 27: an off-site link the answer keeps is drawn with its domain beside it and
+    rel="nofollow noopener noreferrer" in a new tab; one inside an instruction is text."""
+    kept = validate(f"The source is on [GitHub]({EXCERPT_URL}) [[/guide/#setup]].")
+    drawn = renderer.evaluate(LINKS, kept.blocks)
+    assert "GitHub (ok.example)" in drawn["text"]
+    [link] = drawn["links"]
+    assert link["href"] == EXCERPT_URL and link["target"] == "_blank"
+    assert set(link["rel"].split()) == {"nofollow", "noopener", "noreferrer"}
+    told = validate(f"Download the fix from [this page]({EXCERPT_URL}) [[/guide/#setup]].")
+    drawn = renderer.evaluate(LINKS, told.blocks)
+    assert drawn["links"] == [] and "this page (ok.example)" in drawn["text"]
+
+
 @pytest.mark.parametrize("marker", ["> ", "- "])
 def test_a_deeply_nested_answer_renders_without_overflowing(renderer: Page, marker: str) -> None:
     result = validate(marker * 2950 + "deep [[/guide/#setup]]")

@@ -34,21 +34,37 @@ TOKEN = "connections-test-token"
 WAIT = 30.0  # a bound on every wait below, never a sleep
 
 
-@pytest.fixture(scope="module")
-def runtime(small_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    folder = tmp_path_factory.mktemp("serve")
+def serve_small_site(site: Path, folder: Path, limits: str) -> Iterator[ServeProcess]:
+    """`docpilot serve` on ``site`` with MAX_CONNECTIONS, PER_CLIENT, ``limits`` lines and
+    metrics on; records off."""
     config = folder / "docpilot.toml"
     config.write_text(
         "[records]\nenabled = false\n"
         f"[limits]\nmax_connections = {MAX_CONNECTIONS}\n"
-        f"max_connections_per_client = {PER_CLIENT}\nrequest_head_seconds = {HEAD_SECONDS}\n"
+        f"max_connections_per_client = {PER_CLIENT}\n{limits}"
         f'[metrics]\nenabled = true\ntoken_env = "{TOKEN_ENV}"\n', encoding="utf-8")
     os.environ[TOKEN_ENV] = TOKEN
     try:
-        with ServeProcess(small_site, config, folder / "serve.log") as process:
+        with ServeProcess(site, config, folder / "serve.log") as process:
             yield process
     finally:
-        del os.environ[TOKEN_ENV]
+        os.environ.pop(TOKEN_ENV, None)  # (both module servers set it)
+
+
+@pytest.fixture(scope="module")
+def runtime(small_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """A short head deadline (HEAD_SECONDS), so the deadline tests are quick."""
+    yield from serve_small_site(small_site, tmp_path_factory.mktemp("serve"),
+                                f"request_head_seconds = {HEAD_SECONDS}\n")
+
+
+@pytest.fixture(scope="module")
+def patient_runtime(
+    small_site: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServeProcess]:
+    """The default 10 s head deadline: idle connections stay open long enough to probe the
+    runtime while they are all held."""
+    yield from serve_small_site(small_site, tmp_path_factory.mktemp("patient"), "")
 
 
 def connect(port: int, source: str = "127.0.0.1") -> socket.socket:
@@ -111,6 +127,36 @@ def test_idle_connections_from_one_client_leave_the_site_health_and_metrics_answ
         for sock in hostile[:PER_CLIENT]:
             assert ended_with(sock) == b""
         assert time.monotonic() - started < HEAD_SECONDS + 10
+    finally:
+        for sock in hostile:
+            sock.close()
+
+
+def test_idle_connections_from_many_clients_past_the_limit_leave_the_runtime_answering(
+    patient_runtime: ServeProcess,
+) -> None:
+    """More idle connections than `max_connections`, from three clients each within its
+    cap, all held open (none refused): pages, health and metrics still answer 200. Before
+    the connection bounds, uvicorn's `limit_concurrency` counted them and answered 503."""
+    port = patient_runtime.port
+    clients = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+    hostile = [connect(port, source) for source in clients for _ in range(PER_CLIENT)]
+    assert len(hostile) > MAX_CONNECTIONS
+    try:
+        assert request(port, "GET", "/install/")[0] == 200
+        assert request(port, "GET", "/metrics")[0] == 200
+        status, body = request(port, "GET", "/api/health")
+        assert status == 200
+        report = json.loads(body)["connections"]
+        # Health counts every hostile one (and itself) open: they were held throughout.
+        assert report["open"] >= len(hostile) + 1 and report["refused"] == 0, report
+        # A turn is answered too: they hold no API request.
+        status, body = request(port, "POST", "/api/ask",
+                               json.dumps({"question": INSTALL_QUESTION}).encode())
+        assert status == 200, body
+        # Then the head deadline closes them all, silently.
+        for sock in hostile:
+            assert ended_with(sock) == b""
     finally:
         for sock in hostile:
             sock.close()

@@ -35,15 +35,26 @@ INITIALIZE = {
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-@pytest.fixture
-def server(small_site: Path) -> Iterator[RunningServer]:
+def serving(site: Path, idle_seconds: float) -> Iterator[RunningServer]:
     caps = LimitSettings(answers_per_minute=0, answers_per_minute_per_client=0,
                          mcp_sessions=TOTAL, mcp_sessions_per_client=PER_CLIENT,
-                         mcp_session_idle_seconds=IDLE_SECONDS, max_connections_per_client=0)
+                         mcp_session_idle_seconds=idle_seconds, max_connections_per_client=0)
     settings = Settings(caps=caps)
-    app = build_app(load_runtime(small_site, settings), small_site)
+    app = build_app(load_runtime(site, settings), site)
     with serve_app(app, settings=settings) as running:
         yield running
+
+
+@pytest.fixture
+def server(small_site: Path) -> Iterator[RunningServer]:
+    """Sessions idle for long (WAIT): none ends while a slow machine runs the test."""
+    yield from serving(small_site, WAIT)
+
+
+@pytest.fixture
+def short_idle_server(small_site: Path) -> Iterator[RunningServer]:
+    """Sessions ended after IDLE_SECONDS idle."""
+    yield from serving(small_site, IDLE_SECONDS)
 
 
 def client_from(address: str) -> httpx.Client:
@@ -95,7 +106,8 @@ def test_one_clients_flood_gets_its_share_and_another_agent_is_unaffected(
     assert statuses.count(200) == TOTAL - PER_CLIENT and 503 in statuses, statuses
 
 
-def test_an_idle_session_is_ended_and_its_slot_freed(server: RunningServer) -> None:
+def test_an_idle_session_is_ended_and_its_slot_freed(short_idle_server: RunningServer) -> None:
+    server = short_idle_server
     with client_from("127.0.0.2") as flood:
         first = [open_session(flood, server.base_url) for _ in range(PER_CLIENT)]
         ids = [r.headers["mcp-session-id"] for r in first]

@@ -47,7 +47,8 @@ REGISTRY_ENV = "NPM_CONFIG_REGISTRY"
 GLOBAL_NPMRC = (Path("/etc/npmrc"),)  # where Debian's npm keeps its global config
 # Every module the worker loads from the standard library zip: traced by
 # tools/pyodide/trace-stdlib.mjs (boot, our wheel installed from the lock file, static
-# index loaded, credential check, static answers), plus three common codecs.
+# index loaded, credential check, static answers), plus three common codecs and hmac
+# (the credential check's JWT sample-secret test, which few questions reach).
 _TRACED = """
 __future__ _collections_abc _colorize _opcode_metadata _py_warnings _pyodide _pyodide._base
 _pyodide._core_docs _pyodide._future_helper _pyodide._importhook _pyodide.docs_argspec
@@ -63,7 +64,7 @@ compression._common compression._common._streams compression.zstd compression.zs
 concurrent concurrent.futures concurrent.futures._base contextlib contextvars copy copyreg
 dataclasses dis email encodings encodings.aliases encodings.ascii encodings.cp437
 encodings.latin_1 encodings.utf_8 encodings.utf_8_sig enum fnmatch functools genericpath
-glob heapq importlib importlib._abc importlib._bootstrap importlib._bootstrap_external
+glob heapq hmac importlib importlib._abc importlib._bootstrap importlib._bootstrap_external
 importlib.abc importlib.machinery importlib.metadata importlib.metadata._collections
 importlib.metadata._functools importlib.metadata._itertools importlib.metadata._meta
 importlib.util inspect io ipaddress json json.decoder json.encoder json.scanner keyword

@@ -48,7 +48,6 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -86,7 +85,10 @@ _CHECK_FILES = ("credential_rules.json", "credential_rules.py", "credential_matc
 
 def check_version() -> str:
     """A fingerprint of the rules and the code that apply them: it changes whenever what
-    the check finds may change (the records are swept again with a new one)."""
+    the check finds may change (the records are swept again with a new one). Server side:
+    Pyodide's standard library has no hashlib."""
+    import hashlib
+
     digest = hashlib.sha256()
     for name in _CHECK_FILES:
         digest.update(name.encode() + b"\0" + (Path(__file__).parent / name).read_bytes())
