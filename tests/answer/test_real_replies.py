@@ -236,13 +236,14 @@ def test_an_uncited_answer_moves_to_the_next_rung(site: Site, primed: list[str])
 
 
 def test_uncited_then_a_failure_is_a_refusal_within_the_deadline(site: Site) -> None:
-    with AnthropicServer() as first, OpenAIChatServer([Fault("stall", seconds=5)]) as second:
+    # 3 s: the first rung's scripted reply must fit in it on a loaded machine (1 s did not).
+    with AnthropicServer() as first, OpenAIChatServer([Fault("stall", seconds=10)]) as second:
         first.script(answer_reply(markdown="Somewhere in the settings.", citations=[]))
         result, _ = run(
             site,
             [provider_settings("anthropic", first), provider_settings("openai", second)],
             AskRequest(QUESTION),
-            AnswerSettings(turn_deadline=1.0),
+            AnswerSettings(turn_deadline=3.0),
         )
     assert result.kind == "refusal" and result.fallback_reason == "uncited"
     assert [a["outcome"] for a in (result.usage or {})["attempts"]] == ["uncited", "deadline"]
