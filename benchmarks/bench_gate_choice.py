@@ -186,6 +186,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             current_rule = DEFAULT_PARAMS.gate_threshold[mode]
             rules = [(probe, q) for probe, qs in QUANTILES.items() for q in qs]
             print(f"## {mode}: real sets' tune halves, pooled\n")
+            if "names_known" in names:
+                column = names.index("names_known")
+                shares = []
+                for kind in KINDS:
+                    unknown = sum(int((rows[c].sets[kind][:, column] == 0).sum()) for c in real)
+                    asked = sum(len(rows[c].sets[kind]) for c in real)
+                    shares.append(f"{kind} {unknown}/{asked}")
+                print("Questions naming something no unit names (names_known 0): "
+                      + ", ".join(shares) + "\n")
             print("| weights | threshold rule | covered answered | off-topic refused "
                   "| near-miss refused |\n|---|---|---:|---:|---:|")
             shown = ", ".join(f"{n} {w:.3g}" for n, w in zip(names, current_w, strict=True) if w)

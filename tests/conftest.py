@@ -3,7 +3,9 @@ process of a session (shared_builds.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +85,21 @@ def write_project(
     path = folder / "mkdocs.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def data_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The user's data folder for the session: turn records a runtime keeps by default
+    (`records.location`) land in a temporary folder, not in the home of whoever runs the
+    tests (subprocesses inherit it)."""
+    folder = tmp_path_factory.mktemp("data-home")
+    before = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(folder)
+    yield folder
+    if before is None:
+        del os.environ["XDG_DATA_HOME"]
+    else:
+        os.environ["XDG_DATA_HOME"] = before
 
 
 @pytest.fixture

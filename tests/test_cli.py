@@ -111,11 +111,23 @@ def test_ask_text_prints_markdown_citations_and_a_summary_line(example_site: Pat
     assert any(re.match(r"\[1\] .+ — /\S+", line) for line in lines)
 
 
-def test_ask_text_refusal_lists_the_closest_pages(example_site: Path) -> None:
+def test_ask_text_refusal_lists_the_closest_pages_once(example_site: Path) -> None:
+    run = docpilot("ask", str(example_site), OFF_TOPIC, "--json")
+    closest = [p["url"] for p in json.loads(run.stdout)["closest"]]
     run = docpilot("ask", str(example_site), OFF_TOPIC)
     assert run.returncode == 0, run.stderr
-    assert "Closest pages:" in run.stdout
+    assert "These pages are the closest matches:" in run.stdout
+    assert closest and all(run.stdout.count(f"({url})") == 1 for url in closest), run.stdout
+    assert "Closest pages:" not in run.stdout, "the refusal's own list is not repeated"
     assert run.stdout.rstrip().splitlines()[-1].startswith("(kind refusal · confidence ")
+
+
+def test_version_prints_the_package_version() -> None:
+    from docpilot_runtime import __version__
+
+    run = docpilot("--version")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == f"docpilot {__version__}"
 
 
 def test_ask_with_a_page_leaves_the_shown_ranking_to_merit(example_site: Path) -> None:

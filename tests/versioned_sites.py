@@ -20,14 +20,21 @@ QUESTION = "Where is the embedding cache kept?"
 
 @pytest.fixture(scope="module")
 def versioned_site(site_builds: SiteBuilds) -> Path:
-    """Versions 1.0 and 2.0 (alias latest) deployed by mike, checked out of gh-pages
-    (published once for every module and process of the session)."""
+    """Versions 1.0 and 2.0 (alias latest, a redirect) deployed by mike, checked out of
+    gh-pages (published once for every module and process of the session)."""
     return site_builds.get({"mike": [V1, V2]}, publish, site="published").site
 
 
 def publish(work: Path) -> subprocess.CompletedProcess[str]:
-    """Deploy both versions with mike from a git repository in ``work``, then check the
-    gh-pages branch out into ``work/published``."""
+    """The shared build: both versions, `latest` a redirect."""
+    return deploy_versions(work, "redirect")
+
+
+def deploy_versions(work: Path, alias_type: str | None) -> subprocess.CompletedProcess[str]:
+    """Deploy versions 1.0 and 2.0 with mike from a git repository in ``work``, 2.0 with
+    the alias ``latest`` of ``alias_type`` (None: mike's own default, a symlink in mike
+    2.x), then check the gh-pages branch out into ``work/published`` (symlinks kept)."""
+    alias = ["--alias-type", alias_type] if alias_type else []
     repo = work / "repo"
     repo.mkdir()
     config = {"site_name": "Versions", "theme": {"name": "mkdocs"},
@@ -42,7 +49,7 @@ def publish(work: Path) -> subprocess.CompletedProcess[str]:
         (repo / "docs" / "index.md").write_text(text, encoding="utf-8")
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", f"docs {version}")
-        output.append(mike(repo, "deploy", "--alias-type", "redirect", version, *extra))
+        output.append(mike(repo, "deploy", *alias, version, *extra))
     archive = work / "gh-pages.tar"
     git(repo, "archive", "-o", str(archive), "gh-pages")
     with tarfile.open(archive) as tar:

@@ -75,6 +75,8 @@ def index_built_site(
     log: Log = lambda _message: None,
     nav: Sequence[NavEntry] = (),
     serve: bool = False,
+    also_sources: Sequence[str] = (),
+    widget_files_written: bool = False,
 ) -> IndexResult:
     """Write the bundle for an already built site and install the reader's widget.
 
@@ -84,7 +86,8 @@ def index_built_site(
     widget's tags are added to every page here; the plugin passes False because it adds
     them while MkDocs writes each page. ``serve``: a `mkdocs serve` rebuild, which reuses
     this process's last gate calibration (``index_site``) and writes no .gz/.br siblings
-    of the widget's text files (``install_browser_runtime``). Raises BuildError,
+    of the widget's text files (``install_browser_runtime``). ``also_sources``: the
+    sources of the project's other builds (``index_site``). Raises BuildError,
     EmbedderError or BrowserRuntimeError naming what is wrong.
     """
     site = Path(site_dir)
@@ -97,7 +100,7 @@ def index_built_site(
     all_pages = sorted(collect_pages(site) if pages is None else pages, key=lambda p: p.url)
     report = index_site(
         site, options, pages=all_pages, embedder=embedder, warn=warn, note=note, nav=nav,
-        serve=serve,
+        serve=serve, also_sources=also_sources,
     )
     if not widget.widget:
         return IndexResult(report, widget=False)
@@ -107,7 +110,9 @@ def index_built_site(
         tagged = inject_built_site(site, [(p.path, p.url) for p in all_pages], config)
     # `mkdocs serve`'s server ignores .gz/.br siblings: compressing static.json again after
     # every edit would only cost time.
-    install_widget(site, widget, log=log, bundle=report.bundle, warn=warn, precompress=not serve)
+    # The plugin hands the widget's own files to MkDocs' collection (widget_files_written).
+    install_widget(site, widget, log=log, bundle=report.bundle, warn=warn, precompress=not serve,
+                   copy=not widget_files_written)
     return IndexResult(report, widget=True, tagged=tagged, page_count=len(all_pages))
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from docpilot_runtime import __version__
 from docpilot_runtime.api import ask, create_app, index_built_site, load_runtime
 from docpilot_runtime.browser.install import BrowserRuntimeError, fetch_browser_runtime
 from docpilot_runtime.bundle.schema import BundleError
@@ -116,12 +117,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def format_result(result: Result) -> str:
     """A result for the terminal: the markdown, its citations as ``[n] title — url``,
-    the closest pages on a refusal, and a last line with kind, confidence and retriever."""
+    the closest pages when the markdown does not list them already (a refusal's does), and
+    a last line with kind, confidence and retriever."""
     lines = [result.markdown.rstrip()]
     if result.citations:
         lines.append("")
         lines.extend(f"[{c.n}] {c.title} — {c.url}" for c in result.citations)
-    if result.closest:
+    # A refusal's Markdown already lists the closest pages as links: not twice.
+    if result.closest and not all(f"]({p.url})" in result.markdown for p in result.closest):
         lines.append("")
         lines.append("Closest pages:")
         lines.extend(f"- {p.title} — {p.url}" for p in result.closest)
@@ -210,12 +213,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _records(args: argparse.Namespace) -> Any:
-    """The records database named by the settings (spool drained first)."""
+    """The records database named by the settings, else the served site's (``--site``, or
+    the one site with records) in the user's data folder; spool drained first."""
     from docpilot_runtime.records.export import open_records
+    from docpilot_runtime.records.location import default_records
 
     settings = _settings(args)
     base = Path(settings.source).parent if settings.source else None
-    return open_records(settings.records, base, settings.webhooks)
+    records = settings.records
+    if not records.path:
+        records = default_records(records, args.site)
+    return open_records(records, base, settings.webhooks)
 
 
 def cmd_records_export(args: argparse.Namespace) -> int:
@@ -281,11 +289,21 @@ def _days(text: str) -> int:
     return int(text)
 
 
+def _site_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--site",
+        metavar="SITE_DIR",
+        help="the site folder `docpilot serve` served, whose records (in the user's data "
+        "folder) to read when [records] path is unset; optional when one site has records",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="docpilot", description="Grounded, cited answers for a documentation site."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log more detail")
+    parser.add_argument("--version", action="version", version=f"docpilot {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True)
 
     index = verbs.add_parser("index", help="write the bundle for an already built site")
@@ -356,16 +374,19 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["jsonl"], default="jsonl", help="only jsonl")
     export.add_argument("--since", type=_days, help="only the last DAYS days")
     export.add_argument("--config", help="runtime settings file (TOML); its [records] applies")
+    _site_option(export)
     export.set_defaults(run=cmd_records_export)
     delete = records_verbs.add_parser("delete", help="delete turns (and feedback) by turn id")
     delete.add_argument("turn_ids", nargs="+", metavar="TURN_ID")
     delete.add_argument("--config", help="runtime settings file (TOML); its [records] applies")
+    _site_option(delete)
     delete.set_defaults(run=cmd_records_delete)
 
     report = verbs.add_parser("report", help="the owner's report (HTML and Markdown)")
     report.add_argument("--since", type=_days, default=30, help="the last DAYS days (30)")
     report.add_argument("--out", default="docpilot-report", help="output folder")
     report.add_argument("--config", help="runtime settings file (TOML); its [records] applies")
+    _site_option(report)
     report.set_defaults(run=cmd_report)
 
 

@@ -85,9 +85,15 @@ def file_server(
     directory: Path, handler_class: type[http.server.SimpleHTTPRequestHandler] = QuietHandler
 ) -> Iterator[str]:
     """``directory`` on a plain static file server (`QuietHandler`) on loopback."""
-    handler = functools.partial(handler_class, directory=str(directory))
+    with loopback_server(functools.partial(handler_class, directory=str(directory))) as base:
+        yield base
+
+
+@contextmanager
+def loopback_server(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A threaded HTTP server on a free loopback port for the block; its base URL."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, name="file-server", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, name="test-server", daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

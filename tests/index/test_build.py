@@ -55,6 +55,8 @@ def test_plugin_build_writes_units_on_real_anchors(shared_site: SharedSite) -> N
     assert not any(u.url.startswith("/drafts/") for u in bundle.units), "glob exclusion"
     assert "/secret/" in {p.url for p in bundle.pages}, "excluded pages still count for links"
     assert "docpilot: " in result.stderr and "units from" in result.stderr
+    doubled = [line for line in result.stderr.splitlines() if re.search(r"docpilot: docpilot", line, re.I)]
+    assert not doubled, "MkDocs' plugin logger already says docpilot: once"
 
 
 def test_repeated_changelog_headings_get_distinct_ids(shared_site: SharedSite) -> None:

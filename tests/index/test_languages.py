@@ -97,6 +97,9 @@ def test_a_language_whose_index_is_empty_is_a_build_warning(tmp_path: Path) -> N
         "docpilot: the index of the 'de' pages is empty" in line and "2 of 2 pages" in line
         for line in warnings
     ), result.stderr
+    # The English build does not call 'de/*' a pattern that matches nothing: it is meant
+    # for the other language's build.
+    assert not any("matches no page" in line for line in warnings), result.stderr
 
 
 

@@ -12,18 +12,22 @@ import json
 import subprocess
 from pathlib import Path
 
+import httpx
+import pytest
 import yaml
 from corpora import mkdocs_build
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.evaluate.questions import load_questions
 from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime
+from docpilot_runtime.serve.app import create_app
 from docpilot_runtime.settings.bundle import BundleSettings
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.turn import Runtime, load_runtime
 from i18n_sites import _site as i18n_site
+from servers.runtime import serve_app
 from servers.static_host import StaticHost
-from versioned_sites import QUESTION, V1, git, mike
+from versioned_sites import QUESTION, V1, deploy_versions, git, mike
 from versioned_sites import versioned_site as versioned_site  # module fixture (mike)
 
 
@@ -129,3 +133,37 @@ def test_a_version_s_llms_txt_links_under_its_folder(tmp_path: Path) -> None:
                           check=True, capture_output=True, text=True).stdout
     links = [line.split("](", 1)[1].split(")", 1)[0] for line in text.splitlines() if "](" in line]
     assert links and all(link.startswith("https://docs.example.com/1.0/") for link in links), links
+
+
+@pytest.fixture(scope="module", params=[None, "copy"], ids=["symlink", "copy"])
+def aliased_versions(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                     ) -> Path:
+    """1.0 and 2.0 with `latest` -> 2.0 as mike 2.x makes it by default (a symlink) and as
+    a copy (the redirect alias is `versioned_site`'s)."""
+    work = tmp_path_factory.mktemp("aliased")
+    deploy_versions(work, request.param)
+    return work / "published"
+
+
+def test_a_reader_on_an_alias_gets_answers_from_the_version_it_points_at(
+    aliased_versions: Path,
+) -> None:
+    """`docpilot serve` over a mike site: on `/latest/` pages (mike's default symlink, or
+    a copy) the page is 2.0's and so is every answer, cited under `/latest/`."""
+    site = aliased_versions
+    new_hash = load_bundle(site / "2.0").hash
+    with serve_app(create_app(site, Settings())) as running:
+        page = httpx.get(f"{running.base_url}/latest/")
+        assert page.status_code == 200 and "Version two" in page.text
+        health = httpx.get(f"{running.base_url}/api/health").json()
+        latest = [s for s in health["sites"] if s["prefix"] == "/latest/"]
+        assert latest and latest[0]["version"] == "2.0" and latest[0]["bundle_hash"] == new_hash
+        reply = httpx.post(f"{running.base_url}/api/ask", timeout=60,
+                           json={"question": QUESTION, "page": "/latest/"})
+    result = reply.json()
+    assert reply.status_code == 200 and result["kind"] == "passages", result
+    assert result["bundle_hash"] == new_hash
+    assert "Version two" in result["markdown"] and "Version one" not in result["markdown"]
+    assert result["citations"] and all(
+        resolves(site, "/latest/", c["url"]) for c in result["citations"]
+    )

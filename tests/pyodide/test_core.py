@@ -345,3 +345,29 @@ def test_the_sharded_index_answers_like_the_whole_one_fetching_only_what_it_name
         assert got == expected, body
     assert got["rescued"] is True  # the follow-up, through a cognate in its word's shard
     assert fetched < set(files) - {MANIFEST_NAME}
+
+
+@pytest.mark.parametrize("with_language", [True, False])
+def test_a_sharded_turn_frames_in_the_readers_language_with_or_without_the_manifests_field(
+    site: Site, with_language: bool
+) -> None:
+    """The manifest names the docs' language, so the first turn need not fetch the first
+    sections to read it; a manifest without the field (an older build) has them fetched
+    and still frames the French follow-up in French, as the whole index does."""
+    files = dict(encode_shards(site.bundle, site.searcher.release).files)
+    manifest = json.loads(files[MANIFEST_NAME])
+    assert manifest["site"]["docs_language"] == "en"
+    if not with_language:
+        del manifest["site"]["docs_language"]
+    browser.load_manifest(json.dumps(manifest).encode())
+    covered = ask({"question": "How do I rotate an API key?"})
+    body = {"question": "et les clés expirent quand ?", "history": [
+        {"question": "How do I rotate an API key?", "kind": "passages",
+         "markdown": covered["markdown"]}]}
+    for _ in range(4):
+        got = json.loads(browser.ask_sharded(json.dumps(body)))
+        if "need" not in got:
+            break
+        for name in got["need"]:
+            browser.add_file(name, files[name])
+    assert got["markdown"].startswith(FRAMINGS["fr"].passages), got["markdown"][:80]

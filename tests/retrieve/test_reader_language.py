@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from corpora import ROOT
+from docpilot_runtime.evaluate.questions import load_questions
 from docpilot_runtime.evaluate.run import lexical_site
 from docpilot_runtime.reply.results import ask_without_model
 from docpilot_runtime.retrieve.site import Site
@@ -100,3 +102,30 @@ def test_cognates_rank_beside_the_readers_own_words(site: Site) -> None:
     question = "¿Cómo cambio la configuración del widget?"
     expanded = site.with_cognates(question)
     assert expanded.startswith(question) and len(expanded) > len(question)
+
+
+def non_english_questions() -> list[str]:
+    """Every question of the dev sets written in another language than English: the real
+    threads' (multilingual/) and our translations (translated/), both halves."""
+    devsets = ROOT / "benchmarks" / "devsets"
+    questions = []
+    for path in sorted(
+        [*devsets.glob("translated/*/*.jsonl"), *devsets.glob("multilingual/*/*.jsonl")]
+    ):
+        questions += [q.question for q in load_questions(path)]
+    return [q for q in questions if question_language(q) not in ("en", "")]
+
+
+def test_no_non_english_question_is_refused_without_closest_pages(site: Site) -> None:
+    """Asked on example-site, which covers none of them (they are about other projects):
+    the hardest case, most of their words match nothing, yet every refusal lists pages,
+    in both modes."""
+    questions = non_english_questions()
+    assert len(questions) >= 50
+    refused = 0
+    for question in questions:
+        result = ask_without_model(site, AskRequest(question))
+        if result.kind == "refusal":
+            refused += 1
+            assert result.closest, question
+    assert refused >= len(questions) // 2  # the check above ran on most of them

@@ -244,8 +244,9 @@ def test_bundle_carries_calibrated_thresholds_for_both_modes(example_site: Path)
 
 
 def test_gate_threshold_sits_above_most_off_topic_scores() -> None:
-    covered = [Signals(lexical_strength=0.6 + i / 100, lexical_margin=0.5) for i in range(20)]
-    uncovered = [Signals(lexical_strength=0.1 + i / 100, lexical_margin=0.1) for i in range(20)]
+    # The lexical gate's signals (``gate_weights["lexical"]``), names known on both sides.
+    covered = [Signals(known_share=0.6 + i / 100, lexical_strength=0.5) for i in range(20)]
+    uncovered = [Signals(known_share=0.1 + i / 100, lexical_strength=0.1) for i in range(20)]
     params = calibrate_mode("lexical", covered, uncovered, uncovered)
     scores = [gate_score(s, params) for s in uncovered]
     assert sum(s >= params.threshold for s in scores) <= 2

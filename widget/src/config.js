@@ -22,7 +22,9 @@ const DEFAULTS = {
   "copy_page": true,
   "ai_notice": true
 };
-export const CONFIG = { ...DEFAULTS, ...JSON.parse(document.getElementById("docpilot-config")?.textContent || "{}") };
+// Found by its element and type, not its id alone: a page heading "DocPilot config" has
+// that id too, and comes first.
+export const CONFIG = { ...DEFAULTS, ...JSON.parse(document.querySelector('script#docpilot-config[type="application/json"]')?.textContent || "{}") };
 export const T = CONFIG.strings || {};
 export const HISTORY_SENT = 6;
 export const MAX_PAST = 20;

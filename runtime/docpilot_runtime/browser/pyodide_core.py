@@ -47,8 +47,8 @@ REGISTRY_ENV = "NPM_CONFIG_REGISTRY"
 GLOBAL_NPMRC = (Path("/etc/npmrc"),)  # where Debian's npm keeps its global config
 # Every module the worker loads from the standard library zip: traced by
 # tools/pyodide/trace-stdlib.mjs (boot, our wheel installed from the lock file, static
-# index loaded, credential check, static answers), plus three common codecs and hmac
-# (the credential check's JWT sample-secret test, which few questions reach).
+# index loaded, credential check, static answers), plus three common codecs, and
+# hashlib and hmac (the credential check's JWT sample-secret test, which few questions reach).
 _TRACED = """
 __future__ _collections_abc _colorize _opcode_metadata _py_warnings _pyodide _pyodide._base
 _pyodide._core_docs _pyodide._future_helper _pyodide._importhook _pyodide.docs_argspec
@@ -64,7 +64,7 @@ compression._common compression._common._streams compression.zstd compression.zs
 concurrent concurrent.futures concurrent.futures._base contextlib contextvars copy copyreg
 dataclasses dis email encodings encodings.aliases encodings.ascii encodings.cp437
 encodings.latin_1 encodings.utf_8 encodings.utf_8_sig enum fnmatch functools genericpath
-glob heapq hmac importlib importlib._abc importlib._bootstrap importlib._bootstrap_external
+glob hashlib heapq hmac importlib importlib._abc importlib._bootstrap importlib._bootstrap_external
 importlib.abc importlib.machinery importlib.metadata importlib.metadata._collections
 importlib.metadata._functools importlib.metadata._itertools importlib.metadata._meta
 importlib.util inspect io ipaddress json json.decoder json.encoder json.scanner keyword
@@ -76,6 +76,11 @@ tempfile textwrap threading token tokenize traceback types typing urllib urllib.
 warnings weakref zipfile zipfile._path zipfile._path.glob zipimport
 """
 STDLIB_MODULES = frozenset(_TRACED.split())
+# Written as the reduced zip's comment: a zip reduced to another module list (an older
+# set-up's) is not "prepared", so set-up and the wheel build make it again.
+STDLIB_STAMP = (
+    "docpilot-stdlib " + hashlib.sha256(" ".join(sorted(STDLIB_MODULES)).encode()).hexdigest()[:16]
+).encode()
 _GZIP_LEVEL = 9
 # Brotli's best (11) takes about two minutes on the wasm, once per wheel build or set-up,
 # and saves 0.4 MB over quality 7; a build that must compress on the spot uses QUICK.
@@ -209,6 +214,7 @@ def reduce_stdlib(full: bytes) -> bytes:
                 entry = zipfile.ZipInfo(info.filename, date_time=_ZIP_TIME)
                 entry.external_attr = info.external_attr
                 target.writestr(entry, source.read(info))
+        target.comment = STDLIB_STAMP
     return out.getvalue()
 
 
@@ -230,10 +236,17 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def is_prepared(directory: Path, version: str = PYODIDE_VERSION) -> bool:
-    """Whether ``directory`` holds SITE_FILES of ``version``, each with its .gz sibling."""
+    """Whether ``directory`` holds SITE_FILES of ``version``, each with its .gz sibling,
+    the stdlib zip reduced to this STDLIB_MODULES."""
     if not all(
         (directory / f"{name}{suffix}").is_file() for name in SITE_FILES for suffix in ("", ".gz")
     ):
+        return False
+    try:
+        with zipfile.ZipFile(directory / STDLIB_NAME) as stdlib:
+            if stdlib.comment != STDLIB_STAMP:  # reduced to another module list
+                return False
+    except zipfile.BadZipFile:
         return False
     # pyodide.mjs names its own version as a string literal ("314.0.7").
     return f'"{version}"'.encode() in (directory / "pyodide.mjs").read_bytes()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from posixpath import relpath
@@ -126,22 +125,27 @@ _MINIFIERS: dict[str, Callable[[str], str]] = {
 }
 
 
-def copy_widget(site_dir: Path) -> None:
-    """Write the widget's files into `site/docpilot/`: the script joined from `src/` and
-    minified, the stylesheet minified, the worker and strings as they are."""
-    target = site_dir / WIDGET_DIR
-    target.mkdir(parents=True, exist_ok=True)
-    script = rjsmin.jsmin(assemble_widget(widget_source() / "src"))
-    (target / WIDGET_SCRIPT).write_text(script, encoding="utf-8")
+def widget_files() -> dict[str, bytes]:
+    """The widget's files as `site/docpilot/` holds them (name -> bytes): the script joined
+    from `src/` and minified, the stylesheet minified, the worker and strings as they are.
+    The plugin hands them to MkDocs' file collection, where other plugins see them."""
+    files = {WIDGET_SCRIPT: rjsmin.jsmin(assemble_widget(widget_source() / "src")).encode()}
     for path in sorted(widget_source().iterdir()):
         if not path.is_file() or path.name.startswith((".", "_")):
             continue
         minify = _MINIFIERS.get(path.name)
-        if minify is None:
-            shutil.copyfile(path, target / path.name)
-        else:
-            text = minify(path.read_text(encoding="utf-8"))
-            (target / path.name).write_text(text, encoding="utf-8")
+        data = path.read_bytes()
+        files[path.name] = data if minify is None else minify(data.decode("utf-8")).encode()
+    return files
+
+
+def copy_widget(site_dir: Path) -> None:
+    """Write the widget's files into `site/docpilot/` (`docpilot index`, or a build whose
+    MkDocs cannot add generated files to its collection)."""
+    target = site_dir / WIDGET_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    for name, data in widget_files().items():
+        (target / name).write_bytes(data)
 
 
 def install_widget(
@@ -151,17 +155,20 @@ def install_widget(
     bundle: Bundle | None = None,
     warn: Callable[[str], None] | None = None,
     precompress: bool = True,
+    copy: bool = True,
 ) -> bool:
     """The widget's files plus Pyodide and our browser wheel, which its worker needs for
     the in-browser credential check (in every mode), and the static index, in every mode
     too: static mode reads it, and so does the widget when no runtime answers.
     Without Pyodide (a broken install) ``warn`` says so and the widget, unable to check
-    for secrets, sends nothing; returns whether Pyodide is there."""
+    for secrets, sends nothing; returns whether Pyodide is there. ``copy`` False: the
+    widget's own files are in the site already (MkDocs wrote them from its collection)."""
     # Imported here: the plugin and `docpilot index` load this module to write tags; only an
     # install needs the browser runtime's files.
     from docpilot_runtime.browser.install import install_browser_runtime
 
-    copy_widget(site_dir)
+    if copy:
+        copy_widget(site_dir)
     return install_browser_runtime(
         site_dir,
         options.pyodide_url or None,

@@ -44,6 +44,7 @@ from docpilot_runtime.bundle.schema import (
     BundleError,
 )
 from docpilot_runtime.bundle.write import gate_map
+from docpilot_runtime.shared.languages import DOCS_SAMPLE_UNITS, sections_language
 
 SHARDS_DIR = "static"  # under <site_dir>/docpilot/
 MANIFEST_NAME = "manifest.json"
@@ -179,7 +180,15 @@ def encode_shards(bundle: Bundle, release: frozenset[int]) -> ShardFiles:
         "version": VERSION,
         "bundle_hash": bundle.hash,
         "generator": bundle.generator,
-        "site": {"name": bundle.site.name, "url": bundle.site.url},
+        # The docs' language, so a turn need not fetch the first sections to read it
+        # (optional: a manifest without it has them fetched).
+        "site": {
+            "name": bundle.site.name,
+            "url": bundle.site.url,
+            "docs_language": sections_language(
+                (u.title, u.text) for u in bundle.units[:DOCS_SAMPLE_UNITS]
+            ),
+        },
         "pages": {"url": [p.url for p in bundle.pages], "title": [p.title for p in bundle.pages]},
         "units": {
             "count": len(units),

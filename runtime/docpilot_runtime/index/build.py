@@ -46,7 +46,7 @@ from docpilot_runtime.index.llms_txt import NavEntry, write_agent_files
 from docpilot_runtime.index.repeats import index_repeats_once
 from docpilot_runtime.index.site_name import site_name_from_pages
 from docpilot_runtime.index.tokens import cached_tokens
-from docpilot_runtime.index.units import Unit, page_units
+from docpilot_runtime.index.units import Unit, page_units, says_nothing
 from docpilot_runtime.retrieve.lexical import LexicalDoc, build_lexical
 from docpilot_runtime.scoring.dense import LAYOUT, DenseIndex, pack_vectors, sign_bits
 from docpilot_runtime.settings.index import IndexOptions
@@ -129,6 +129,34 @@ def is_excluded(page: PageSource, patterns: Sequence[str]) -> bool:
     if page.src:
         names.add(page.src)
     return any(fnmatch.fnmatchcase(n, p) for p in patterns for n in names)
+
+
+def unmatched_patterns(
+    pages: Sequence[PageSource], patterns: Sequence[str], also: Sequence[str] = ()
+) -> list[str]:
+    """The ``exclude`` patterns that match none of ``pages`` (nor any path in ``also``:
+    the sources of the project's other builds, e.g. its other languages): a typo, or a
+    path written from the wrong root ("docs/guide.md" where "guide.md" is meant)."""
+    return [
+        p
+        for p in patterns
+        if not any(is_excluded(page, (p,)) for page in pages)
+        and not any(fnmatch.fnmatchcase(name, p) for name in also)
+    ]
+
+
+def unmatched_warning(pattern: str, pages: Sequence[PageSource]) -> str:
+    """What to tell the owner about a pattern that matches nothing, with what patterns
+    are matched against, taken from one of the site's own pages."""
+    example = next((p for p in pages if p.url != "/"), pages[0] if pages else None)
+    against = "URL paths and source paths"
+    if example is not None:
+        against = f"URL paths ({example.url.lstrip('/')!r})"
+        against += f" and source paths ({example.src!r})" if example.src else " and file names"
+    return (
+        f"exclude pattern {pattern!r} matches no page; patterns are matched against "
+        f"{against}, `*` matching any run of characters"
+    )
 
 
 def _embed(
@@ -294,6 +322,7 @@ def index_site(
     nav: Sequence[NavEntry] = (),
     note: Callable[[str], None] | None = None,
     serve: bool = False,
+    also_sources: Sequence[str] = (),
 ) -> BuildReport:
     """Index a built site and write its bundle. Raises BuildError, writing nothing.
 
@@ -306,6 +335,10 @@ def index_site(
     calibrated for this site instead of calibrating again, keep every embedding cache
     entry (the probes' too), and do not record a bundle with a reused gate as the last
     build. Without it the bundle's bytes depend on the pages and options alone.
+
+    ``also_sources``: source paths of the project's other builds (another language's
+    pages), which an ``exclude`` pattern may be meant for: no warning that it matches no
+    page of this one.
     """
     notes: list[str] = []
 
@@ -373,10 +406,15 @@ def index_site(
         if not found and raw.strip():
             _note(f"{source.name()}: no text to index")
         units.extend(found)
+    for pattern in unmatched_patterns(sources, options.exclude, also_sources):
+        _warn(unmatched_warning(pattern, sources))
     units = index_repeats_once(
         units,
         {s.url: s.nav_index for s in sources if s.nav_index is not None}
     )
+    # A page that only lists others (a blog archive once its excerpts went to the posts)
+    # is left with its title: nothing a reader should be sent to.
+    units = [u for u in units if not says_nothing(u, page_rows[u.page].title)]
     report.pages = len(page_rows)
     report.units = len(units)
 
@@ -429,7 +467,9 @@ def index_site(
             _LAST_GATES[gate_key] = (gate, len(units))
     if cache is not None:
         try:
-            cache.save(prune=not serve)
+            # An empty index (every page excluded) is a mistake to undo, not a reason to
+            # drop every vector the site had.
+            cache.save(prune=not serve and bool(units))
         except OSError as exc:
             _warn(f"embedding cache {cache.path} not saved ({exc.strerror}); next build re-embeds")
     report.index_seconds = time.perf_counter() - started

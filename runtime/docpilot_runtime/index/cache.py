@@ -4,7 +4,8 @@ Key: sha256(embedder name + model + dims + NUL + embedded text). The cache file 
 rewritten after each build with exactly the entries that build used, so it never
 grows past the site; the plugin hands every built page to each build (under `--dirty`
 too, the pages MkDocs left alone read back from the site dir), so no build is partial
-and none drops the units of pages it did not rebuild. A build that used exactly the
+and none drops the units of pages it did not rebuild. A build that indexed nothing (every
+page excluded, a pattern gone wrong) keeps every entry. A build that used exactly the
 stored entries and added none leaves the file as it is. A cache that cannot be read is
 rebuilt with a warning: it only ever saves time, it is never needed for correctness.
 """

@@ -99,10 +99,12 @@ _PARSER = lxml.html.HTMLParser(encoding="utf-8")
 
 @dataclass
 class Block:
-    """One paragraph-like piece of a section; ``code`` blocks are never split."""
+    """One paragraph-like piece of a section; ``code`` blocks are never split. ``links``:
+    its text is all link text to other pages (an entry of a list of pages)."""
 
     text: str
     code: bool = False
+    links: bool = False
 
 
 @dataclass
@@ -155,6 +157,22 @@ def _drop_chrome(root: etree._Element) -> None:
 
 def _collapse(text: str) -> str:
     return _SPACE.sub(" ", _NEWLINES.sub(" ", text)).strip()
+
+
+_NOT_WORDS = re.compile(r"[\W_]+")
+
+
+def _only_links(el: etree._Element) -> bool:
+    """Whether every word of ``el`` is the text of a link to another page (not an anchor
+    on this one): an entry of a list of pages, which says nothing of its own."""
+    hrefs = [(a, (a.get("href") or "").strip()) for a in el.iter("a")]
+    linked = [a for a, href in hrefs if href and not href.startswith("#")]
+    if not linked:
+        return False
+    own = "".join(el.itertext())
+    for a in linked:
+        own = own.replace("".join(a.itertext()), " ", 1)
+    return not _NOT_WORDS.sub("", own)
 
 
 def _plain(el: etree._Element) -> str:
@@ -237,10 +255,10 @@ class _Walker:
     def __init__(self) -> None:
         self.sections: list[Section] = [Section(level=0, anchor=None, title="")]
 
-    def emit(self, text: str, code: bool = False) -> None:
+    def emit(self, text: str, code: bool = False, links: bool = False) -> None:
         text = text if code else text.strip()
         if text:
-            self.sections[-1].blocks.append(Block(text=text, code=code))
+            self.sections[-1].blocks.append(Block(text=text, code=code, links=links))
 
     def heading(self, el: etree._Element, level: int) -> None:
         self.sections.append(Section(level=level, anchor=el.get("id"), title=_plain(el)))
@@ -277,7 +295,7 @@ class _Walker:
         """Emit an element whose children may mix inline text and blocks."""
         has_blocks = any(isinstance(c.tag, str) and c.tag in _BLOCK_TAGS for c in el)
         if not has_blocks:
-            self.emit(prefix + _inline(el))
+            self.emit(prefix + _inline(el), links=_only_links(el))
             return
         inline: list[str] = [_prose(el.text)]
 

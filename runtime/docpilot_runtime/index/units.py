@@ -105,6 +105,17 @@ def split_blocks(blocks: list[Block], cap: int) -> list[str]:
     return texts
 
 
+_WORD = re.compile(r"\w+")
+
+
+def says_nothing(unit: Unit, page_title: str = "") -> bool:
+    """Whether a unit's text only repeats its own headings (the title of a blog archive
+    or category page once its posts' excerpts are left to the posts): nothing to cite."""
+    headings = (unit.title, *unit.breadcrumb, page_title)
+    heard = {w.lower() for t in headings for w in _WORD.findall(t)}
+    return all(w.lower() in heard for w in _WORD.findall(unit.text))
+
+
 def page_units(
     page: ParsedPage,
     page_url: str,
@@ -139,7 +150,7 @@ def page_units(
         if section.anchor:
             last_anchor = section.anchor
         anchor = section.anchor or last_anchor
-        if not section.blocks:
+        if all(block.links for block in section.blocks):  # none, or only links to pages
             continue
         url = f"{page_url}#{anchor}" if anchor else page_url
         for text in split_blocks(section.blocks, max_chars):

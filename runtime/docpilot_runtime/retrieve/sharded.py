@@ -47,6 +47,7 @@ from docpilot_runtime.retrieve.lexical import LexicalIndex
 from docpilot_runtime.retrieve.search import Searcher
 from docpilot_runtime.retrieve.site import Site, anchor_questions
 from docpilot_runtime.retrieve.tokenize import query_terms, search_term_counts
+from docpilot_runtime.shared.languages import DOCS_SAMPLE_UNITS
 from docpilot_runtime.shared.types import AskRequest
 
 RECORD_FIELDS = ("id", "url", "title", "breadcrumb", "text")
@@ -205,6 +206,22 @@ class ShardedSite(Site):
         return lexical
 
     @property
+    def docs_language(self) -> str:
+        """The manifest's (``sharded_site``); from a manifest without it, as
+        `Site.docs_language`, read only once the sections it reads are loaded: a run that
+        finds them missing notes them and says nothing (its result is dropped, and the turn
+        runs again with them), so stand-ins are never what the language is read from."""
+        files = self.files
+        assert files is not None
+        if self._docs_language is None and not self.language:
+            rows = range(min(DOCS_SAMPLE_UNITS, files.count))
+            if any(row // files.fragment_units not in files.fragments for row in rows):
+                for row in rows:
+                    files.value("text", row)  # noted as wanted
+                return ""
+        return super().docs_language
+
+    @property
     def cognates(self) -> Cognates:
         """Rebuilt when shards were added: a cognate is looked for only in its word's shard,
         which the turn has loaded by then."""
@@ -299,4 +316,7 @@ def sharded_site(manifest_text: str | bytes, prefix: str = "/", where: str = "")
     )
     release = frozenset(int(p) for p in manifest["release"])
     searcher = Searcher(lexical, units=units, release=release)
-    return ShardedSite(prefix=prefix, bundle=bundle, searcher=searcher, files=files)
+    site = ShardedSite(prefix=prefix, bundle=bundle, searcher=searcher, files=files)
+    if isinstance(site_raw.get("docs_language"), str):
+        site._docs_language = site_raw["docs_language"]
+    return site

@@ -30,7 +30,12 @@ from docpilot_runtime.retrieve.params import RetrievalParams
 from docpilot_runtime.retrieve.search import Mode, Ranking, Searcher
 from docpilot_runtime.retrieve.tokenize import query_terms
 from docpilot_runtime.shared.framing import ENGLISH, Framing, framing_for
-from docpilot_runtime.shared.languages import question_language, same_language
+from docpilot_runtime.shared.languages import (
+    DOCS_SAMPLE_UNITS,
+    question_language,
+    same_language,
+    sections_language,
+)
 from docpilot_runtime.shared.paths import page_key
 from docpilot_runtime.shared.types import (
     COMPLETED_KINDS,
@@ -249,8 +254,10 @@ class Site:
         """The language the docs are written in: the manifest's, else read from the
         opening of the first sections ("" when that says nothing)."""
         if self._docs_language is None:
-            sample = " ".join(f"{u.title}. {u.text[:400]}" for u in self.bundle.units[:40])
-            self._docs_language = self.language or question_language(sample[:8000])
+            units = self.bundle.units[:DOCS_SAMPLE_UNITS]
+            self._docs_language = self.language or sections_language(
+                (u.title, u.text) for u in units
+            )
         return self._docs_language
 
     def reader_language(self, question: str) -> str:

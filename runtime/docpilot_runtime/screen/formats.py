@@ -6,7 +6,6 @@ import base64
 import binascii
 import json
 import re
-from typing import Any
 
 from docpilot_runtime.screen.credential_match import CredentialMatch
 from docpilot_runtime.screen.credential_rules import (
@@ -226,25 +225,16 @@ def _is_real_jwt(m: re.Match[str]) -> bool:
     return not (isinstance(payload, dict) and payload.get("role") == "anon")
 
 
-def _sha2(alg: str) -> Any:
-    """The SHA-2 constructor a JWT's HS256/384/512 names, None for another algorithm.
-    Imported here: Pyodide's standard library has no hashlib (the browser core's reduced
-    zip holds hmac, and Pyodide builds in _sha2, which hashlib itself wraps)."""
-    name = {"HS256": "sha256", "HS384": "sha384", "HS512": "sha512"}.get(alg.upper())
-    if name is None:
-        return None
-    try:
-        import hashlib
-    except ImportError:
-        import _sha2 as hashlib  # type: ignore[import-not-found,no-redef]
-    return getattr(hashlib, name)
-
-
 def _signed_with_a_sample_secret(m: re.Match[str], alg: str) -> bool:
-    """Whether an HMAC-signed JWT's signature is that of a documentation sample's secret."""
+    """Whether an HMAC-signed JWT's signature is that of a documentation sample's secret.
+    hashlib and hmac are imported here, for the few texts that reach this, not at every
+    boot of the browser core (the reduced standard library zip holds both)."""
+    import hashlib
     import hmac
 
-    digest = _sha2(alg)
+    digest = {"HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512}.get(
+        alg.upper()
+    )
     if digest is None:
         return False
     signing = f"{m.group(1)}.{m.group(2)}".encode("ascii")

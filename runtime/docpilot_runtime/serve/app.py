@@ -39,7 +39,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from docpilot_runtime.limits.caps import Caps, MemoryCaps
 from docpilot_runtime.limits.shared import DatabaseCaps
-from docpilot_runtime.records import Recorder
+from docpilot_runtime.records import DATABASE_URL_ENV, Recorder
+from docpilot_runtime.records.location import records_settings
 from docpilot_runtime.records.outbox import outbox_depth
 from docpilot_runtime.records.rescreen import Screen
 from docpilot_runtime.screen.credentials import check_version, find_credential
@@ -56,7 +57,7 @@ from docpilot_runtime.serve.mcp import MCP_PATH, http_mount
 from docpilot_runtime.serve.metrics import CONTENT_TYPE, CountedProvider, RuntimeMetrics, authorized
 from docpilot_runtime.serve.requests import GENERIC_FAILURE, log_failure, runtime_of
 from docpilot_runtime.serve.root_path import RootPath, normalise_root_path, path_below
-from docpilot_runtime.serve.security_headers import SecurityHeaders
+from docpilot_runtime.serve.security_headers import PagePolicies, SecurityHeaders
 from docpilot_runtime.serve.site_files import SiteFiles
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.turn import Runtime, load_runtime
@@ -199,12 +200,14 @@ def build_app(
     if mcp is not None:
         routes.append(Route(MCP_PATH, endpoint=mcp.app, methods=["GET", "POST", "DELETE"]))
     routes.append(Mount("/", app=SiteFiles(directory=Path(site_dir), html=True), name="site"))
+    policies = PagePolicies(settings.headers, Path(site_dir))  # reads the built pages
+    swapper.on_swap.append(policies.refresh)  # a rebuilt site may load from new origins
     # No origins configured: no CORS headers at all, so browsers keep it same-origin.
     middleware = [
         # The prefix first: everything below sees the path under it.
         Middleware(RootPath, root=root_path),
         # Headers outermost after that, so the 500 of JSONServerErrors carries them too.
-        Middleware(SecurityHeaders, settings=settings.headers),
+        Middleware(SecurityHeaders, policies=policies),
         Middleware(JSONServerErrors),
         # Past the connection limit the API answers 503; pages, health, metrics go on.
         Middleware(ConnectionBudget),
@@ -218,15 +221,20 @@ def build_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        base = Path(settings.source).parent if settings.source else None
+        needs_database = settings.records.enabled or (caps is None and settings.caps.shared)
+        records = settings.records
+        if needs_database:  # the configured file, or the site's in the user's data folder
+            records = await asyncio.to_thread(records_settings, settings.records, base, site_dir)
         if settings.records.enabled and runtime.recorder is None:  # records: spool replayed
-            base = Path(settings.source).parent if settings.source else None
-            runtime.recorder = Recorder(settings.records, base, webhooks=settings.webhooks,
+            if not os.environ.get(DATABASE_URL_ENV):
+                log.info("turn records in %s", records.path)
+            runtime.recorder = Recorder(records, base, webhooks=settings.webhooks,
                                         screen=stored_text_screen())
             await runtime.recorder.start()
         shared = None
         if caps is None and settings.caps.shared:  # every worker counts against one cap
-            base = Path(settings.source).parent if settings.source else None
-            shared = DatabaseCaps(settings.caps, settings.records.sqlite_path(base))
+            shared = DatabaseCaps(settings.caps, records.sqlite_path())
             app.state.caps = runtime.caps = shared
         async with (
             mcp.lifespan() if mcp is not None else contextlib.nullcontext(),

@@ -1,4 +1,5 @@
-"""Swapping a running runtime to a newer bundle set: on a signed POST, or by polling.
+"""Swapping a running runtime to a newer bundle set: on a signed POST, by polling a URL,
+or by watching the site folder.
 
 `BundleSwapper.reload` asks the runtime's `BundleSource` for the set it lists now (in a
 worker thread: downloads, checks and index building never block turns), then assigns
@@ -13,6 +14,13 @@ so a captured request replays nowhere, or with `--workers N` at most once per pr
 the body has the `[limits] body_read_seconds` deadline. Answers: 200 ``{"status":
 "swapped" | "unchanged", "bundles": [...]}``, 401 for a bad, stale or replayed signature,
 408 for a body that does not arrive, 422 naming the check a refused bundle failed.
+
+A runtime serving the site folder (no `[bundle] url`) watches it (`[bundle]
+watch_seconds`, 2 s by default): the size and modification time of the manifests and
+bundles it read. A rebuild changes them; once they have stayed the same for one more
+interval (a build in progress has settled) the set is reloaded like any other, and the
+callbacks in `on_swap` run (the page policy reads the pages again). With watching off the
+start-up log says that a rebuilt site needs a restart.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +89,7 @@ class BundleSwapper:
         self._lock = asyncio.Lock()
         self.swaps = 0
         self.refusals = 0
+        self.on_swap: list[Callable[[], None]] = []  # run in a worker thread after a swap
 
     async def reload(self, use_etag: bool = False) -> SwapOutcome:
         """Load what the source lists now and swap it in, or refuse it whole."""
@@ -101,6 +110,8 @@ class BundleSwapper:
             # One assignment: a turn in flight keeps the Site it picked at its start.
             self.runtime.sites = sites
             self.swaps += 1
+            for callback in self.on_swap:
+                await asyncio.to_thread(callback)
             outcome = SwapOutcome("swapped", bundles=bundles_of(self.runtime))
             log.info(
                 "bundles swapped in from %s: %s",
@@ -116,13 +127,48 @@ class BundleSwapper:
             with contextlib.suppress(Exception):  # logged by reload; never ends the poller
                 await self.reload(use_etag=True)
 
+    async def watch(self, seconds: float) -> None:
+        """Reload every time the site folder's bundle files change and then stay the same
+        for one more interval (a rebuild has settled), until cancelled."""
+        source = self.runtime.source
+        assert source is not None
+        changed_to = None
+        while True:
+            await asyncio.sleep(seconds)
+            now = await asyncio.to_thread(source.fingerprint)
+            if now == source.located_print:
+                changed_to = None
+            elif now != changed_to:
+                changed_to = now  # still being written, perhaps: look again next time
+            else:
+                changed_to = None
+                with contextlib.suppress(Exception):  # logged by reload; never ends the watch
+                    await self.reload()
+
     @contextlib.asynccontextmanager
     async def polling(self) -> AsyncIterator[None]:
-        """Poll while the block runs, when `[bundle] poll_seconds` asks for it."""
-        seconds = self.runtime.settings.bundle.poll_seconds
+        """Poll the URL while the block runs, when `[bundle] poll_seconds` asks for it; or
+        watch the site folder (`[bundle] watch_seconds`), saying when that is off."""
+        settings = self.runtime.settings.bundle
         task = None
-        if seconds > 0 and self.runtime.settings.bundle.url:
-            task = asyncio.create_task(self.poll(seconds), name="docpilot-bundle-poll")
+        if settings.url:
+            if settings.poll_seconds > 0:
+                task = asyncio.create_task(
+                    self.poll(settings.poll_seconds), name="docpilot-bundle-poll"
+                )
+        elif self.runtime.source is not None:
+            where = self.runtime.source.describe
+            if settings.watch_seconds > 0:
+                task = asyncio.create_task(
+                    self.watch(settings.watch_seconds), name="docpilot-bundle-watch"
+                )
+                log.info("watching %s for a rebuilt site every %g s", where, settings.watch_seconds)
+            else:
+                log.info(
+                    "serving the bundles of %s as loaded at start: after a rebuild, restart "
+                    "(or set [bundle] watch_seconds)",
+                    where,
+                )
         try:
             yield
         finally:

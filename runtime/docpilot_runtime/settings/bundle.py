@@ -16,6 +16,7 @@ class BundleSettings:
 
     url: str = _DEFAULTS["url"]
     poll_seconds: float = _DEFAULTS["poll_seconds"]
+    watch_seconds: float = _DEFAULTS["watch_seconds"]
     reload_secret_env: str = _DEFAULTS["reload_secret_env"]
     allow_http: bool = _DEFAULTS["allow_http"]
     max_bytes: int = _DEFAULTS["max_bytes"]

@@ -1,4 +1,8 @@
-"""The `[headers]` table: the Content-Security-Policy of the site's pages."""
+"""The `[headers]` table: the Content-Security-Policy of the site's pages.
+
+``page_policy`` is DocPilot's own strict policy: the API and the widget's files get it
+as it is. The site's pages get it widened by what they load from other origins
+(`serve.page_sources`) unless ``allow_page_sources`` is off."""
 
 from __future__ import annotations
 
@@ -24,8 +28,10 @@ class HeaderSettings:
 
     page_policy: str = PAGE_POLICY  # without frame-ancestors: that comes from below
     frame_ancestors: tuple[str, ...] = ("'self'",)
+    allow_page_sources: bool = True  # widen the pages' policy by what they load
 
-    def page_csp(self) -> str:
-        """The page policy with its ``frame-ancestors`` directive."""
+    def page_csp(self, policy: str | None = None) -> str:
+        """The page policy (or ``policy``, a widened one) with its ``frame-ancestors``."""
         ancestors = " ".join(self.frame_ancestors) or "'none'"
-        return f"{self.page_policy.rstrip('; ')}; frame-ancestors {ancestors}"
+        base = self.page_policy if policy is None else policy
+        return f"{base.rstrip('; ')}; frame-ancestors {ancestors}"

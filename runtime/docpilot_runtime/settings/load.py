@@ -238,7 +238,11 @@ def _headers(raw: Mapping[str, Any], file: Path) -> HeaderSettings:
             f"{file} [headers]: frame_ancestors must be a list of CSP sources "
             "(\"'self'\", \"https://example.com\")"
         )
-    return HeaderSettings(page_policy=policy, frame_ancestors=tuple(ancestors))
+    return HeaderSettings(
+        page_policy=policy,
+        frame_ancestors=tuple(ancestors),
+        allow_page_sources=checked.get("allow_page_sources", True),
+    )
 
 
 def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:

@@ -100,6 +100,7 @@ HEADERS = Table(
     (
         Key("page_policy", "str", "", "the Content-Security-Policy of site pages, one line, without `frame-ancestors`", default_doc="the built-in page policy (see Security)"),
         Key("frame_ancestors", "strings", ("'self'",), "CSP sources allowed to frame the site's pages (`\"'self'\"`, `\"https://example.com\"`); empty allows none", type_doc="list of CSP sources"),
+        Key("allow_page_sources", "bool", True, "add to the page policy the other origins the built pages load (scripts, styles, images, fonts, frames, media, forms, and the endpoints of services such as Google Analytics), read from the site at start-up; off, pages get `page_policy` alone and the start-up log warns naming what it blocks and on which pages"),
     ),
 )
 
@@ -107,7 +108,7 @@ RECORDS = Table(
     "[records]",
     (
         Key("enabled", "bool", True, "record every turn `docpilot serve` answers"),
-        Key("path", "str", ".docpilot/records.sqlite3", "the SQLite file (the spool folder sits beside it); relative to the settings file's folder, or the working folder without one; ignored when `DOCPILOT_DATABASE_URL` names a PostgreSQL database", type_doc="path"),
+        Key("path", "str", "", "the SQLite file (the spool folder sits beside it); relative to the settings file's folder, or the working folder without one; ignored when `DOCPILOT_DATABASE_URL` names a PostgreSQL database", type_doc="path", default_doc="per served site, in the user's data folder: `$XDG_DATA_HOME/docpilot/sites/<site folder>-<hash>/records.sqlite3` (`~/.local/share` when unset)"),
         Key("retention_days", "int", 90, "days a turn record is kept; 0 keeps records forever", low=0, high=36_500),
         Key("require_consent", "bool", False, "store nothing about a reader's question (its text, the pages it cited or came closest to) until the request says `\"consent\": true`; only the kind, cost and latency are counted before; pair it with the widget's `require_consent`"),
     ),
@@ -149,6 +150,7 @@ BUNDLE = Table(
     (
         Key("url", "str", "", "load the bundles from the published site instead of the site folder: its root (`https://docs.example.com/`, read through `docpilot/manifest.json`), the manifest's URL, or one `docpilot/bundle.msgpack`", prefixes=HTTP),
         Key("poll_seconds", "number", 0.0, "ask the URL for a newer manifest (or bundle) this often, with `If-None-Match`; a changed one is checked and swapped in; 0 = never poll", low=0),
+        Key("watch_seconds", "number", 2.0, "with no `url` (bundles read from the site folder): check the folder's manifests and bundles this often (their size and modification time), and once a rebuild has settled, check the new set and swap it in, and re-read what the pages load for the page policy; 0 = serve the bundles loaded at start until a restart", low=0),
         Key("reload_secret_env", "str", "", "name of the environment variable holding the secret a pipeline signs `POST /api/bundle/reload` with (HMAC-SHA256); empty = no reload endpoint", pattern=ENV_NAME, type_doc="string"),
         Key("allow_http", "bool", False, "accept an `http://` URL on a host other than loopback (only behind a network you trust)"),
         Key("max_bytes", "int", 268_435_456, "largest bundle or manifest accepted, in bytes", low=1024),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 
 __all__ = ["question_language", "same_language"]
@@ -110,3 +111,14 @@ def same_language(a: str, b: str) -> bool:
         return True
     return a.lower().replace("_", "-").split("-")[0] == b.lower().replace("_", "-").split("-")[0]
 
+
+
+# How many of the first sections a site's language is read from.
+DOCS_SAMPLE_UNITS = 40
+
+
+def sections_language(sections: Iterable[tuple[str, str]]) -> str:
+    """The language of docs sections given as (title, text) pairs: read from their
+    openings, as a question's ("" when that says nothing)."""
+    sample = " ".join(f"{title}. {text[:400]}" for title, text in sections)
+    return question_language(sample[:8000])

@@ -32,7 +32,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -163,6 +163,11 @@ def locate_in_folder(root: Path) -> list[Located]:
         prefix = "/" if sub == "." else f"/{sub}/"
         if prefix not in found:
             found[prefix] = Located(prefix, str(bundle))
+    for alias, target in linked_folders(root):
+        for entry in list(found.values()):
+            if entry.prefix.startswith(target):
+                prefix = alias + entry.prefix.removeprefix(target)
+                found.setdefault(prefix, replace(entry, prefix=prefix))
     out = []
     for entry in found.values():
         top = entry.prefix.strip("/").split("/", 1)[0]
@@ -170,6 +175,30 @@ def locate_in_folder(root: Path) -> list[Located]:
             entry = Located(entry.prefix, entry.where, entry.sha256, entry.language, versions[top])
         out.append(entry)
     return sorted(out, key=lambda e: e.prefix)
+
+
+def linked_folders(root: Path) -> list[tuple[str, str]]:
+    """(alias prefix, target prefix) for each folder under ``root`` that is a symlink to
+    another folder under it: mike 2.x publishes an alias (``latest``) as a symlink to its
+    version's folder, and the pages under it are that version's, so its bundle serves
+    them. Globbing does not follow symlinks, so they are looked for here; a link that
+    leaves ``root`` is left alone, as the file server refuses what it points at."""
+    real_root = root.resolve()
+    out = []
+    for folder, dirs, _files in os.walk(root):
+        for name in sorted(dirs):
+            path = Path(folder) / name
+            if not path.is_symlink():
+                continue
+            target = path.resolve()
+            if target.is_dir() and target.is_relative_to(real_root) and target != real_root:
+                alias, points_at = path.relative_to(root), target.relative_to(real_root)
+                out.append((_as_prefix(alias), _as_prefix(points_at)))
+    return out
+
+
+def _as_prefix(relative: Path) -> str:
+    return f"/{relative.as_posix()}/"
 
 
 @dataclass
@@ -196,6 +225,8 @@ class BundleSource:
         self.etag = ""  # of the manifest (or single bundle) last loaded from the URL
         self._pending_etag = ""
         self._prefetched: dict[str, bytes] = {}
+        self._watched: set[Path] = set()  # a folder's files read by the last locate
+        self.located_print: tuple[tuple[str, int, int], ...] = ()  # theirs, as read
         if self.settings.url:
             check_url(self.settings.url, self.settings.allow_http)
 
@@ -245,13 +276,32 @@ class BundleSource:
                 "or run `docpilot index SITE_DIR` first"
             ) from None
 
+    def fingerprint(self) -> tuple[tuple[str, int, int], ...]:
+        """Size and modification time of every file a folder's bundle set was read from
+        (manifests, bundles, mike's versions.json; (-1, -1) when missing): a rebuild of
+        the site changes it. A stat per file, no walk: cheap enough to poll."""
+        out = []
+        for path in sorted(self._watched):
+            try:
+                info = path.stat()
+                out.append((str(path), info.st_size, info.st_mtime_ns))
+            except OSError:
+                out.append((str(path), -1, -1))
+        return tuple(out)
+
     def locate(self, use_etag: bool = False) -> list[Located] | None:
         """The bundles the source lists now; None when the URL answered 304 to our ETag."""
         url = self.settings.url
         if not url:
-            return locate_in_folder(self.site_dir) or [
+            located = locate_in_folder(self.site_dir) or [
                 Located("/", str(self.site_dir / BUNDLE_REL))  # let the read name the file
             ]
+            root = self.site_dir
+            self._watched = {root / MIKE_VERSIONS, root / MANIFEST_REL, root / BUNDLE_REL}
+            self._watched.update(Path(e.where) for e in located)
+            self._watched.update(Path(e.where).with_name(MANIFEST_NAME) for e in located)
+            self.located_print = self.fingerprint()  # before reading: a later write shows
+            return located
         path = urlsplit(url).path
         if path.endswith(".msgpack"):
             single = self._get(url, self.etag if use_etag else "")
@@ -283,9 +333,15 @@ class BundleSource:
             return None
         loaded = {(s.prefix, s.bundle.hash): s for s in current}
         sites = []
+        built: dict[str, Site] = {}  # where -> its Site: an alias shares its target's
         for entry in located:
             kept = loaded.get((entry.prefix, entry.sha256)) if entry.sha256 else None
-            sites.append(kept if kept is not None else self._site(entry))
+            if kept is None and entry.where in built:
+                kept = replace(built[entry.where], prefix=entry.prefix)
+                kept.language, kept.version = entry.language, entry.version
+            site = kept if kept is not None else self._site(entry)
+            built.setdefault(entry.where, site)
+            sites.append(site)
         if current and {(s.prefix, s.bundle.hash) for s in sites} == set(loaded):
             self.etag = self._pending_etag or self.etag
             return None
