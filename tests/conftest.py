@@ -14,6 +14,7 @@ import yaml
 from browsing import SCREENSHOTS, is_browser_test
 from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build
 from devset_sites import BuiltSites
+from local_engine import local_model  # noqa: F401  (the real_model tests' engine)
 from shared_builds import SharedBuild, SharedSite, SiteBuilds, reduced_site
 
 

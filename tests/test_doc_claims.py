@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,10 @@ from docpilot_runtime.browser import install as static_assets
 from docpilot_runtime.browser.pyodide_core import PYODIDE_VERSION
 from docpilot_runtime.cli import main as cli_main
 from docpilot_runtime.index.cache import default_cache_dir
+
+sys.path.insert(0, str(ROOT / "tools"))
+from local_model.install import CACHE_ENV as LOCAL_MODEL_CACHE_ENV
+from local_model.install import cache_root as local_model_cache
 
 DOCS = sorted((EXAMPLE_SITE / "docs").rglob("*.md"))
 # A path ending in .cache/docpilot, with what precedes it (a home) and what follows.
@@ -27,13 +32,16 @@ def test_every_cache_location_the_docs_give_is_where_the_code_puts_it(
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     embeddings = default_cache_dir(tmp_path / "project").relative_to(tmp_path)
     pyodide = static_assets.cache_dir().relative_to(tmp_path)
-    # Under the user's cache: the two folders the code uses, or their parent.
+    monkeypatch.delenv(LOCAL_MODEL_CACHE_ENV, raising=False)
+    local_model = local_model_cache().relative_to(tmp_path)  # scripts/local-model.sh's
+    # Under the user's cache: the three folders the code uses, or their parent.
     allowed = {
         "",
         "/",
         "/…",
         f"/{embeddings.parent.relative_to('.cache/docpilot')}/",
         f"/{pyodide.relative_to('.cache/docpilot')}/",
+        f"/{local_model.relative_to('.cache/docpilot')}",
     }
     assert pyodide.name == f"pyodide-{PYODIDE_VERSION}"
     wrong = []

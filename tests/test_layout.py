@@ -38,7 +38,9 @@ ALLOWED: dict[str, set[str]] = {
     "screen": {"shared"},
     "retrieve": {"shared", "bundle"},
     "reply": {"shared", "bundle", "screen", "retrieve"},
-    "check": {"shared", "settings", "bundle", "reply"},
+    # check/support.py reads an answer's words with the search's own tokenizer and
+    # function words (issue 22: the support check of answers that cite nothing inline).
+    "check": {"shared", "settings", "bundle", "retrieve", "reply"},
     "providers": {"settings"},
     "answer": {"shared", "settings", "retrieve", "check", "providers"},
     "embedders": {"settings", "providers"},
@@ -51,7 +53,8 @@ ALLOWED: dict[str, set[str]] = {
         "shared", "settings", "retrieve", "reply", "check", "answer", "providers", "sites",
         "records", "limits",
     },
-    "evaluate": {"shared", "retrieve", "turn"},
+    # evaluate/model_figures.py judges a model's answers with check/support.py's rule.
+    "evaluate": {"shared", "retrieve", "check", "turn"},
     "report": {"retrieve", "records", "evaluate"},
     "browser": {"shared", "settings", "bundle", "screen", "retrieve", "reply"},
     "serve": {

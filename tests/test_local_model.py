@@ -14,7 +14,6 @@ import json
 import struct
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,25 +23,21 @@ import jsonschema
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+from local_engine import SLOT_CONTEXT
 from local_model import control
 from local_model.catalogue import QWEN_05B
 from local_model.gguf_meta import GGUFError, read_metadata
 from local_model.install import InstallError, check_header
 
-CTX = 1024  # small, so an oversized prompt is cheap to make
-PING = 1  # seconds between SSE pings (llama-server's default is 30)
+CTX = SLOT_CONTEXT  # what a request may fill: one slot's context
 TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 
 
 @pytest.fixture(scope="session")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[control.Running]:
-    state = tmp_path_factory.mktemp("local-model") / "engine.json"
-    try:
-        running = control.start(state, QWEN_05B.key, ctx=CTX, threads=1, sse_ping=PING)
-    except (InstallError, control.EngineError) as exc:
-        pytest.fail(f"the local model could not be installed or started: {exc}")
-    yield running
-    assert control.stop(state) == running.pid
+def engine(local_model: control.Running) -> control.Running:
+    """The session's engine (tests/local_engine.py: a slot of SLOT_CONTEXT tokens, SSE
+    pings every PING seconds)."""
+    return local_model
 
 
 def chat(engine: control.Running, body: dict[str, Any]) -> httpx.Response:

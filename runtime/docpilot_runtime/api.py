@@ -165,12 +165,15 @@ def evaluate_site(
     mode: EvalMode = "bundle",
     with_context: bool = False,
     settings: Settings | None = None,
+    models: bool = False,
 ) -> Report:
-    """Every question of a JSON-lines set asked as one turn of the built site, with no
-    model, summarised per kind (`docpilot eval`). ``mode="lexical"`` evaluates the same
-    bundle without its dense channel. Raises EvalError naming file, line and field."""
+    """Every question of a JSON-lines set asked as one turn of the built site, summarised
+    per kind (`docpilot eval`): with no model, or with the settings' providers answering
+    (``models``, bundle mode). ``mode="lexical"`` evaluates the same bundle without its
+    dense channel. Raises EvalError naming file, line and field."""
     from docpilot_runtime.evaluate.questions import load_questions
     from docpilot_runtime.evaluate.run import evaluate, evaluation_runtime
 
     asked = load_questions(Path(questions))
-    return evaluate(evaluation_runtime(Path(site_dir), mode, settings), asked, with_context)
+    runtime = evaluation_runtime(Path(site_dir), mode, settings, models)
+    return evaluate(runtime, asked, with_context, mode)

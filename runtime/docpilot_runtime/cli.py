@@ -199,6 +199,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         modes,
         with_context=args.with_context,
         settings=_settings(args),
+        models=args.model,
     )
     if args.html:
         from docpilot_runtime.report.evaluation_page import write_evaluation_page
@@ -356,7 +357,15 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument(
         "--with-context", action="store_true", help="send each question's pasted 'context'"
     )
-    evaluation.add_argument("--config", help="runtime settings file (TOML); models are not called")
+    evaluation.add_argument(
+        "--config", help="runtime settings file (TOML); its providers answer only with --model"
+    )
+    evaluation.add_argument(
+        "--model",
+        action="store_true",
+        help="the configured providers answer (bundle mode): adds cited answers, refusals "
+        "after the model, waits and tokens per kind",
+    )
     evaluation.set_defaults(run=cmd_eval)
 
     records = verbs.add_parser("records", help="the turn records: export or delete")

@@ -24,8 +24,9 @@ from typing import Any, Protocol
 
 import httpx
 
-from docpilot_runtime.answer.ladder import Answer, AnswerJob, ask_providers
+from docpilot_runtime.answer.ladder import AnswerJob, LadderOutcome, ask_providers, merge_usage
 from docpilot_runtime.answer.memory import build_memory, render_memory
+from docpilot_runtime.answer.rewrite import REWRITE_PASSED_FOLLOWUPS, rewrite_question
 from docpilot_runtime.answer.second_opinion import second_opinion
 from docpilot_runtime.check.validate import Piece
 from docpilot_runtime.limits.caps import Caps, TurnSpend
@@ -38,11 +39,11 @@ from docpilot_runtime.reply.results import (
     passages_result,
     refusal_result,
 )
-from docpilot_runtime.retrieve.site import Retrieval, Site
+from docpilot_runtime.retrieve.site import Retrieval, Site, anchor_questions
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.shared.framing import Framing
 from docpilot_runtime.shared.paths import page_path
-from docpilot_runtime.shared.types import AskRequest, Result, TurnBasis
+from docpilot_runtime.shared.types import AskRequest, FallbackReason, Result, TurnBasis
 from docpilot_runtime.sites.source import BundleSource, load_sites
 
 log = logging.getLogger("docpilot.turn")
@@ -91,9 +92,14 @@ class Runtime:
             self.http = httpx.AsyncClient()
 
     async def _answer(
-        self, request: AskRequest, retrieval: Retrieval, emit: EventSink, framing: Framing,
+        self,
+        request: AskRequest,
+        retrieval: Retrieval,
+        emit: EventSink,
+        framing: Framing,
+        deadline: float | None,
         spend: TurnSpend | None = None,
-    ) -> Answer | None:
+    ) -> LadderOutcome:
         async def delta(piece: Piece) -> None:
             # Newly validated blocks (append text and tree), then the validated draft of
             # the block still open (replaces the previous draft).
@@ -104,6 +110,7 @@ class Runtime:
             await emit(Event("progress", {"stage": stage, **data}))
 
         await progress("answer", {"message": framing.writing})
+        anchors = anchor_questions(request.history)
         job = AnswerJob(
             retrieval=retrieval,
             question=request.question,
@@ -114,9 +121,45 @@ class Runtime:
             emit_delta=delta,
             progress=progress,
             framing=framing,
+            deadline=deadline,
+            earlier=anchors[-1] if anchors else "",
             spend=spend,
         )
         return await ask_providers(self.providers, job)
+
+    async def rewritten_retrieval(
+        self, request: AskRequest, retrieval: Retrieval, site: Site,
+        spend: TurnSpend | None = None,
+    ) -> tuple[Retrieval, dict[str, Any] | None, float | None]:
+        """Stage 3 again on a model's standalone rewrite of a follow-up or of a question
+        in another language (``answer.rewrite``): the retrieval, the call's usage, and the
+        turn's deadline, which starts with that first model call."""
+        reason = site.rewrite_reason(request)
+        if reason == "follow-up" and retrieval.passed and not retrieval.rescued:
+            reason = reason if REWRITE_PASSED_FOLLOWUPS else ""
+        if not reason:
+            return retrieval, None, None
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = started + self.settings.answer.turn_deadline
+        # At most a third of the turn's time: the answer needs the rest.
+        share = started + self.settings.answer.turn_deadline / 3
+        rewrite = await rewrite_question(
+            self.providers[0],
+            request.question,
+            anchor_questions(request.history),
+            site.language or "en",
+            share,
+            spend,
+        )
+        if rewrite is None:
+            return retrieval, None, deadline
+        if rewrite.text:
+            log.info("question rewritten (%s) for search: %r", reason, rewrite.text)
+            retrieval = await asyncio.to_thread(
+                site.retrieve_rewritten, request, rewrite.text, retrieval
+            )
+        return retrieval, rewrite.usage, deadline
 
     async def settle(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for second opinions still being asked, then
@@ -223,46 +266,67 @@ class Runtime:
         # 3. Retrieval and the gate.
         # Off the event loop: a hosted query embedder is a blocking HTTP call.
         retrieval = await asyncio.to_thread(site.retrieve, request)
+        # Each model call (the rewrite's too) holds its estimate of the day's spend first
+        # (caps.TurnSpend).
+        spend = TurnSpend(self.caps) if self.caps is not None else None
+        usage: dict[str, Any] | None = None
+        deadline: float | None = None
+        if self.providers and models and self.settings.answer.rewrite:
+            retrieval, usage, deadline = await self.rewritten_retrieval(
+                request, retrieval, site, spend
+            )
         framing = retrieval.framing(request.lang)  # the page's, or the question's own
         progressed = retrieval.progress(framing)
         await emit(Event("progress", {"stage": "retrieval", "message": progressed}))
         basis = retrieval.basis(opening_basis)
         if not retrieval.passed:
-            return refusal_result(site.name, retrieval.closest_pages(), basis, framing)
+            refused = refusal_result(site.name, retrieval.closest_pages(), basis, framing)
+            refused.usage = usage  # a rewrite call is counted like any other
+            return refused
 
-        # 4-6. A model, primed with the gate's excerpts, through the answer ladder; each
-        # call holds its estimate of the day's spend first (caps.TurnSpend).
-        spend = TurnSpend(self.caps) if self.caps is not None else None
+        # 4-6. A model, primed with the gate's excerpts, through the answer ladder.
+        fallback: FallbackReason | None = None
         if self.providers and models:
-            answered = await self._answer(request, retrieval, emit, framing, spend)
+            outcome = await self._answer(request, retrieval, emit, framing, deadline, spend)
+            usage = merge_usage(usage, outcome.usage)
+            answered = outcome.answer
             if answered is not None:
-                if answered.citations:
-                    return Result.of(
-                        "answer",
-                        answered.markdown,
-                        basis,
-                        blocks=answered.blocks,
-                        citations=answered.citations,
-                        tentative=answered.tentative,
-                        model_confidence=answered.model_confidence,
-                        actions=answered.actions,
-                        summary=answered.summary,
-                        usage=answered.usage,
-                    )
-                # An answer with no surviving citation is never shown: a refusal.
-                return refusal_result(
+                return Result.of(
+                    "answer",
+                    answered.markdown,
+                    basis,
+                    blocks=answered.blocks,
+                    citations=answered.citations,
+                    tentative=answered.tentative,
+                    model_confidence=answered.model_confidence,
+                    actions=answered.actions,
+                    summary=answered.summary,
+                    usage=usage,
+                    checks={
+                        "cited_by": answered.cited_by,
+                        "ids_stripped": list(answered.dropped_citations),
+                        "links_delinked": list(answered.delinked),
+                    },
+                )
+            if outcome.uncited:
+                # An answer with nothing citable is never shown: a refusal.
+                refused = refusal_result(
                     site.name,
                     retrieval.closest_pages(),
                     basis,
                     framing,
-                    model_confidence=answered.model_confidence,
-                    usage=answered.usage,
+                    model_confidence=outcome.model_confidence,
+                    usage=usage,
                 )
+                refused.fallback_reason = "uncited"
+                return refused
+            ended = [a.get("outcome") for a in outcome.attempts]
+            fallback = "turn_deadline" if "deadline" in ended else "models_failed"
 
         # Above the gate with no model (or none answered): the best excerpts, each cited.
         result = passages_result(request.question, retrieval.shown_units(), basis, framing)
-        if spend is not None and spend.refused:
-            result.fallback_reason = "spend_cap"
+        result.usage = usage
+        result.fallback_reason = "spend_cap" if spend is not None and spend.refused else fallback
         return result
 
 

@@ -3,7 +3,6 @@ the primed turn, the tool loop, validation on the stream, and the answer ladder.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 from collections.abc import Iterator
@@ -11,72 +10,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docpilot_runtime.providers import ProviderSettings, make_provider
+from docpilot_runtime.providers import ProviderSettings
 from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.settings.answer import AnswerSettings
 from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.shared.markdown_tree import text_of
-from docpilot_runtime.shared.types import AskRequest, HistoryItem, Result
+from docpilot_runtime.shared.types import AskRequest, HistoryItem
 from docpilot_runtime.sites.loader import load_site
-from docpilot_runtime.turn import Event, Runtime
+from docpilot_runtime.turn import Event
 from markdown_it import MarkdownIt
+from model_turns import QUESTION, provider_settings, run
 from servers.anthropic_messages import AnthropicServer, Fault, ToolUse, answer_reply, tool_reply
 from servers.openai_chat import OpenAIChatServer
 
-QUESTION = "How do I exclude a page from the assistant?"
 SERVERS = {"anthropic": AnthropicServer, "openai": OpenAIChatServer}
 
 
-@pytest.fixture(scope="module")
-def site(example_site: Path) -> Site:
-    return load_site(example_site, "/")
-
-
-@pytest.fixture(scope="module")
-def primed(site: Site) -> list[str]:
-    """The ids of the excerpts the first message carries for QUESTION."""
-    return [site.bundle.units[u].id for u in site.retrieve(AskRequest(QUESTION)).model_order()[:6]]
-
-
-def provider_settings(kind: str, server: Any, **extra: Any) -> ProviderSettings:
-    return ProviderSettings(
-        kind=kind, base_url=server.base_url, model=f"{kind}-test-model", **extra
-    )
 
 
 def first_user_message(body: dict[str, Any]) -> str:
     return json.dumps(next(m for m in body["messages"] if m["role"] == "user"))
 
-
-def run(
-    site: Site,
-    providers: list[ProviderSettings],
-    request: AskRequest,
-    answer: AnswerSettings | None = None,
-) -> tuple[Result, list[Event]]:
-    async def go() -> tuple[Result, list[Event]]:
-        events: list[Event] = []
-
-        async def emit(event: Event) -> None:
-            events.append(event)
-
-        runtime = Runtime(
-            sites=[site],
-            settings=Settings(answer=answer or AnswerSettings()),
-            providers=[make_provider(p) for p in providers],
-        )
-        try:
-            result = await runtime.ask(request, emit)
-        finally:
-            await runtime.aclose()
-        return result, events
-
-    return asyncio.run(go())
-
-
-@pytest.fixture(params=["anthropic", "openai"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 @pytest.fixture
@@ -322,7 +276,16 @@ def test_every_provider_down_settles_as_passages(site: Site) -> None:
             ],
             AskRequest(QUESTION),
         )
-    assert result.kind == "passages" and result.citations and result.usage is None
+    assert result.kind == "passages" and result.citations
+    assert result.fallback_reason == "models_failed"
+    # Both failed calls are on record (with what they used: nothing had streamed).
+    assert result.usage is not None
+    attempts = result.usage["attempts"]
+    assert [(a["provider"], a["outcome"]) for a in attempts] == [
+        ("anthropic", "failed"),
+        ("openai", "failed"),
+    ]
+    assert "HTTP 500" in attempts[0]["cause"] and "not JSON" in attempts[1]["cause"]
 
 
 def test_unreachable_providers_settle_as_passages_quickly(site: Site) -> None:

@@ -114,7 +114,10 @@ def test_a_confident_answer_is_checked_by_a_call_that_sees_only_answer_and_passa
     text = check["messages"][0]["content"]
     assert system[0] not in text and EARLIER not in text and COVERED not in text
     assert "tools" not in check or not check["tools"]
-    unit = next(u for u in load_site(example_site, "/").bundle.units if u.id == unit_id)
+    # The passage the answer cites (the support check may have re-cited the claim to the
+    # shown excerpt that holds it: check/support.reattach).
+    [cited] = [c["id"] for c in result["citations"]]
+    unit = next(u for u in load_site(example_site, "/").bundle.units if u.id == cited)
     assert unit.text[:200] in text and "Set `docpilot: exclude`" in text
     [turn] = turns
     assert turn["verdict"] == "partial" and turn["verdict_model"] == "openai:scripted-model"

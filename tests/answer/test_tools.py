@@ -200,7 +200,7 @@ def _with_http(site: Site, name: str, arguments: dict[str, Any]) -> tuple[str, T
     return asyncio.run(go())
 
 
-def test_a_site_tool_reply_is_escaped_bounded_data_with_a_citable_id(
+def test_a_site_tool_reply_is_bounded_verbatim_data_with_a_citable_id(
     tool_site: tuple[Site, list[Any]],
 ) -> None:
     site, calls = tool_site
@@ -208,9 +208,11 @@ def test_a_site_tool_reply_is_escaped_bounded_data_with_a_citable_id(
     reply, tools = _with_http(site, "plan_limits", {"plan": "pro"})
     assert calls == [{"plan": "pro"}]
     assert reply.startswith('<tool_result id="tool:plan_limits:1">\n')
-    assert "<b>" not in reply and "&lt;b&gt;Pro&lt;/b&gt;" in reply
+    # The site's data as it sent it (no entities), within its wrapper.
+    assert "<b>Pro</b> allows" in reply and "&lt;" not in reply
+    assert reply.count("</tool_result>") == 1 and reply.endswith("</tool_result>")
     body = reply.split("\n", 1)[1].rsplit("\n", 1)[0]
-    assert len(body.replace("&lt;", "<").replace("&gt;", ">")) == MAX_TOOL_REPLY_CHARS
+    assert len(body) == MAX_TOOL_REPLY_CHARS
     assert tools.emitted["tool:plan_limits:1"].url == ""
     assert "plan_limits" in {s.name for s in tools.specs()}
 

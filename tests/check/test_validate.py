@@ -22,6 +22,7 @@ from docpilot_runtime.shared.markdown_tree import MAX_DEPTH, Node, text_of
 from docpilot_runtime.shared.types import Citation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from model_turns import hrefs
 from reference_reader import REFERENCE_READER
 
 PAGES = [
@@ -64,15 +65,6 @@ def commonmark_text(markdown: str) -> str:
     return re.sub(r"\s+", "", plain)
 
 
-def hrefs(blocks: list[Node]) -> list[str]:
-    found, stack = [], list(blocks)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if node.get("t") == "a":
-                found.append(str(node["href"]))
-            stack.extend(node.get("c", []))
-    return found
 
 
 def depth(nodes: list[Node]) -> int:
@@ -118,6 +110,34 @@ def test_marker_variants_the_models_write_are_understood() -> None:
     )
     assert result.markdown == "Spaces [1]. Adjacent [2][3]. Listed [1][3]. Mixed [2]."
     assert result.dropped_citations == ["nope"]
+
+
+def test_a_bracket_short_around_an_emitted_id_still_cites_it() -> None:
+    # Small models drop or add a bracket (issue 22): the id decides, not the brackets.
+    result = check(
+        "Close short [[/reference/cli/#ask]. Open short [/guide/#setup~2]]. "
+        "Single [/reference/cli/#ask]. Stray [[/guide/#setup~2]]] and [[[/reference/cli/#ask]]."
+    )
+    assert result.markdown == (
+        "Close short [1]. Open short [2]. Single [1]. Stray [2] and [1]."
+    )
+    assert result.dropped_citations == []
+
+
+def test_short_brackets_around_anything_else_stay_text() -> None:
+    result = check(f"Paths [/usr/bin/] and [[x] and [y]] stay {ASK}. A link [/guide/](/guide/).")
+    assert shown(result) == "Paths[/usr/bin/]and[[x]and[y]]stay[1].Alink/guide/."
+    assert result.dropped_citations == [] and hrefs(result.blocks) == ["/guide/"]
+
+
+def test_numbers_in_double_brackets_and_lists_name_the_numbered_ids() -> None:
+    numbered = ["/guide/#setup~2", "/reference/cli/#ask"]
+    result = validate_answer(
+        "Both [1, 2]. Second [[2]]. Third [3].", EMITTED, PAGES, answer_citations=numbered
+    )
+    assert result.markdown == "Both [1][2]. Second [2]. Third."
+    assert [c.id for c in result.citations] == numbered
+    assert result.dropped_citations == ["[3]"]
 
 
 def test_a_repeated_id_in_one_group_is_shown_once() -> None:

@@ -199,3 +199,55 @@ def test_refusal_figures_bands_and_the_worst_misses_first() -> None:
 def test_kind_and_history_must_agree(tmp_path: Path, line: dict[str, object], message: str) -> None:
     with pytest.raises(EvalError, match=message):
         load_questions(write_jsonl(tmp_path / "q.jsonl", [line]))
+
+
+def test_eval_with_the_model_reports_how_each_kind_ended(example_site: Path, tmp_path: Path) -> None:
+    from docpilot_runtime.shared.types import AskRequest
+    from docpilot_runtime.sites.loader import load_site
+    from servers.anthropic_messages import Fault, Reply, answer_reply
+    from servers.openai_chat import OpenAIChatServer
+
+    covered = "How do I exclude a page from the assistant with front matter?"
+    site = load_site(example_site, "/")
+    first = site.bundle.units[site.retrieve(AskRequest(covered)).model_order()[0]]
+    path = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"question": covered, "kind": "answerable",
+             "expect_pages": ["reference/plugin-configuration/", first.url.split("#")[0]]},
+            {"question": covered, "kind": "answerable",
+             "expect_pages": ["reference/plugin-configuration/"]},
+            {"question": covered + " Again?", "kind": "near_miss"},
+            {"question": "What is a good recipe for banana bread with walnuts?",
+             "kind": "unrelated"},
+        ],
+    )
+    with OpenAIChatServer(llama_cpp=True) as model:
+        model.script(
+            answer_reply(markdown=f"Excluded [[{first.id}]] and linked [x](/nowhere/)."),
+            Reply(text="It is somewhere in the settings, I think."),
+            Fault("status", status=500),
+            Fault("status", status=500),
+        )
+        config = tmp_path / "docpilot.toml"
+        config.write_text(
+            f'[[providers]]\nkind = "openai"\nbase_url = "{model.base_url}"\nmodel = "m"\n'
+            'retries = 1\n'
+        )
+        page = tmp_path / "eval.html"
+        done = docpilot_eval(
+            str(example_site), str(path), "--json", "--mode", "bundle", "--model",
+            "--config", str(config), "--html", str(page),
+        )
+        calls = len(model.requests)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)["modes"]["bundle"]
+    answerable, near_miss = report["model"]["answerable"], report["model"]["near_miss"]
+    assert answerable["count"] == 2 and answerable["cited_answer"] == 0.5
+    assert answerable["refused_after_model"] == 0.5 and answerable["links_delinked"] == 1
+    assert answerable["cites_expected"] == 1.0
+    assert near_miss["passages"] == 1.0 if calls == 4 else near_miss["refused_by_gate"] == 1.0
+    assert report["model"]["unrelated"]["refused_by_gate"] == 1.0
+    assert answerable["first_text_p50"] is not None and answerable["input_tokens"] > 0
+    html = page.read_text(encoding="utf-8")
+    assert "With the model" in html and html.count('<tr class="model-kind">') == 3

@@ -19,6 +19,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 import pytest
+from docpilot_runtime.serve import ask as serve_ask
 from docpilot_runtime.serve.app import build_app, create_app
 from docpilot_runtime.shared.types import AskRequest, Result
 from docpilot_runtime.turn import Event, EventSink, Runtime
@@ -289,6 +290,26 @@ def test_progress_reaches_the_client_while_the_turn_is_still_running(
                     runtime.released.set()  # only a progress event that arrived can do this
     assert runtime.outcomes == ["released"]
     assert seen[0] == "progress" and seen[-1] == "answer"
+
+
+def test_a_silent_turn_keeps_its_stream_alive_with_comments(
+    gated: tuple[GatedRuntime, httpx.Client], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the turn is silent (a CPU model reading its prompt), comment lines keep the
+    widget (which gives up after 60 s of silence) and proxies from closing the stream."""
+    runtime, http = gated
+    monkeypatch.setattr(serve_ask, "KEEPALIVE_SECONDS", 0.2)
+    lines = []
+    with _stream_lines(http) as response:
+        for line in response.iter_lines():
+            lines.append(line)
+            if line == ": keep-alive":
+                runtime.released.set()  # only a comment sent in the silence can do this
+    assert runtime.outcomes == ["released"]
+    events = [line for line in lines if line.startswith("event: ")]
+    assert events[0] == "event: progress" and events[-1] == "event: answer"
+    first_comment = lines.index(": keep-alive")
+    assert lines.index("event: progress") < first_comment < lines.index("event: answer")
 
 
 def test_a_reader_who_leaves_mid_stream_cancels_the_turn(

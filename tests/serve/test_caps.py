@@ -21,7 +21,7 @@ from docpilot_runtime.settings.limits import LimitSettings, parse_networks
 from docpilot_runtime.settings.load import Settings, SettingsError, load_settings
 from docpilot_runtime.settings.providers import ProviderSettings
 from docpilot_runtime.turn import load_runtime
-from servers.anthropic_messages import answer_reply
+from servers.anthropic_messages import Reply, answer_reply
 from servers.openai_chat import OpenAIChatServer
 from servers.runtime import serve_app
 
@@ -278,7 +278,7 @@ def test_past_the_spend_cap_a_turn_settles_as_passages_and_says_why(serve: Serve
     script_answers(served.model, 3)
     first = ask(served.http).json()
     assert len(served.model.requests) == 1
-    assert first["fallback_reason"] is None
+    assert first["fallback_reason"] == "uncited"  # the script answers without citations
     second = ask(served.http).json()
     assert len(served.model.requests) == 1, "no provider call past the cap"
     assert second["kind"] == "passages" and second["citations"]
@@ -286,7 +286,7 @@ def test_past_the_spend_cap_a_turn_settles_as_passages_and_says_why(serve: Serve
     served.wall.now += 86_400
     third = ask(served.http).json()
     assert len(served.model.requests) == 2, "the next UTC day has its budget back"
-    assert third["fallback_reason"] is None
+    assert third["fallback_reason"] == "uncited"
 
 
 def test_an_off_topic_turn_past_the_spend_cap_is_still_a_refusal(serve: Serve) -> None:
@@ -331,3 +331,16 @@ def test_the_complete_example_of_the_settings_reference_loads(tmp_path: Path) ->
     assert settings.caps.daily_spend_micro_usd == 5_000_000
     assert settings.caps.public_usage is False
     assert settings.headers.frame_ancestors == ("'self'",)
+
+
+def test_a_failed_model_call_is_counted_by_the_spend_cap(serve: Serve) -> None:
+    # Issue 22: a call whose reply was unusable left no tokens in the records, so the
+    # spend cap never saw it. Here the one reply is cut at max_tokens.
+    served = serve(daily_spend_micro_usd=1)
+    served.model.script(Reply(text="Partial answer that never", cut=True))
+    first = ask(served.http).json()
+    assert first["kind"] == "passages" and first["fallback_reason"] == "models_failed"
+    assert len(served.model.requests) == 1
+    second = ask(served.http).json()
+    assert second["fallback_reason"] == "spend_cap", "the failed call's cost was counted"
+    assert len(served.model.requests) == 1

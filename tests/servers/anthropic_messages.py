@@ -64,6 +64,11 @@ class Reply:
     cache_write_tokens: int = 0
     stop_reason: str = ""  # "" = the vendor's own for the content (tool use / end of turn)
     thinking: str = ""  # Anthropic only: a signed thinking block before the text
+    # Cut at max_tokens: the vendor's own reason for it ("length", "max_tokens").
+    cut: bool = False
+    # Seconds the model reads the prompt before its first token (a CPU model: tens of
+    # seconds); the server sends what it sends meanwhile (pings, a role-only chunk).
+    first_token_delay: float = 0.0
 
 
 FaultKind = Literal[
@@ -120,6 +125,24 @@ def answer_reply(**arguments: Any) -> Reply:
     return tool_reply("answer", arguments)
 
 
+TextCallForm = Literal["fenced", "tagged", "bare"]
+
+
+def text_call(
+    name: str, arguments: dict[str, Any], form: TextCallForm = "fenced", before: str = ""
+) -> Reply:
+    """A reply that writes its tool call as text, as small models do (issue 22): a fenced
+    JSON block (what Qwen2.5-Coder writes), Qwen's ``<tool_call>`` tags, or bare JSON;
+    a server that cannot parse it sends it as text."""
+    call = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False, indent=2)
+    body = {
+        "fenced": f"```json\n{call}\n```",
+        "tagged": f"<tool_call>\n{call}\n</tool_call>",
+        "bare": call,
+    }[form]
+    return Reply(text=f"{before}\n\n{body}" if before else body)
+
+
 def chunks(text: str, size: int) -> list[str]:
     """`text` cut into pieces of `size` characters (at least one piece, maybe empty)."""
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
@@ -144,6 +167,13 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
     step: Step | None = None
     number: int = 0  # 1-based request number, for ids
+
+
+@dataclass(frozen=True)
+class Wait:
+    """In a reply's events: hold the stream for ``seconds`` (the vendor pings meanwhile)."""
+
+    seconds: float
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -202,6 +232,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._start_stream()
             streamed = ""  # the reply's text and tool-argument JSON written so far
             for event in owner.reply_events(step, answer.number, body):
+                if isinstance(event, Wait):
+                    self._wait(owner, event.seconds)
+                    continue
                 streamed = owner.hold_at(streamed, event)
                 self._write_event(event)
                 if owner.pace:
@@ -242,6 +275,18 @@ class _Handler(BaseHTTPRequestHandler):
             if step.kind == "stall_mid_stream":
                 owner.hold(step.seconds)
             self.close_connection = True
+
+    def _wait(self, owner: ScriptedServer, seconds: float) -> None:
+        """The model reads the prompt: ``seconds`` pass, with the vendor's keep-alive
+        written every ``owner.ping_interval`` (nothing when it has none)."""
+        left = seconds
+        while left > 0 and not owner.stopping:
+            pause = min(left, owner.ping_interval)
+            owner.hold(pause)
+            left -= pause
+            ping = owner.keepalive()
+            if ping and left > 0:
+                self._write_event(ping)
 
     def _write_until_closed(self, owner: ScriptedServer, step: Fault, events: list[str]) -> None:
         """Write `events` in order, then the last one again and again, one per
@@ -303,9 +348,11 @@ class ScriptedServer:
         api_key: str | None = None,
         chunk_chars: int = DEFAULT_CHUNK_CHARS,
         pace: float = 0.0,
+        ping_interval: float = 0.05,
     ) -> None:
         self.steps: deque[Step] = deque(steps)
         self.pace = pace  # seconds between a reply's events, as a model writes (0 = at once)
+        self.ping_interval = ping_interval  # keep-alives while a reply waits (first_token_delay)
         self.requests: list[RecordedRequest] = []
         self.api_key = api_key  # when set, any other key is refused with 401
         self.chunk_chars = chunk_chars
@@ -457,8 +504,14 @@ class ScriptedServer:
     def error_answer(self, status: int, error_type: str, message: str) -> Answer:
         raise NotImplementedError
 
-    def reply_events(self, reply: Reply, number: int, body: dict[str, Any]) -> Iterator[str]:
+    def reply_events(
+        self, reply: Reply, number: int, body: dict[str, Any]
+    ) -> Iterator[str | Wait]:
         raise NotImplementedError
+
+    def keepalive(self) -> str:
+        """What the vendor writes while a reply waits ("" for nothing)."""
+        return ""
 
     def opening_events(self, number: int, body: dict[str, Any]) -> list[str]:
         raise NotImplementedError
@@ -550,8 +603,15 @@ class AnthropicServer(ScriptedServer):
         events.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
         return events
 
-    def reply_events(self, reply: Reply, number: int, body: dict[str, Any]) -> Iterator[str]:
+    def keepalive(self) -> str:
+        return _event("ping", {"type": "ping"})
+
+    def reply_events(
+        self, reply: Reply, number: int, body: dict[str, Any]
+    ) -> Iterator[str | Wait]:
         yield from self._opening(reply, number, body)
+        if reply.first_token_delay:
+            yield Wait(reply.first_token_delay)  # message_start came at once; pings follow
         index = 0
         if reply.thinking:
             yield from self._thinking_events(reply.thinking, index, number)
@@ -575,7 +635,9 @@ class AnthropicServer(ScriptedServer):
                 yield _delta(index, {"type": "input_json_delta", "partial_json": piece})
             yield _event("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
-        stop = reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
+        stop = reply.stop_reason or (
+            "max_tokens" if reply.cut else "tool_use" if reply.tool_calls else "end_turn"
+        )
         yield _event(
             "message_delta",
             {

@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from docpilot_runtime.answer.prompt import as_data
 from docpilot_runtime.shared.fences import Fence, fenced_blocks, open_fence
 from docpilot_runtime.shared.types import COMPLETED_KINDS, HistoryItem
 
@@ -39,10 +40,6 @@ PREVIOUS_QUOTE_CHARS = 300
 # The rendered memory never exceeds this; the clamps above are chosen so it cannot.
 MEMORY_BUDGET = 6000
 
-# The tags match the system prompt's rule that text inside <memory>, <quote> and
-# <question> is data.
-_MEMORY_TAGS = ("memory", "question", "answer", "answer_summary", "quote")
-_TAG_LOOKALIKE = re.compile(r"<(/?\s*)(" + "|".join(_MEMORY_TAGS) + r")\b", re.I)
 _CITATION_MARKER = re.compile(r"\s?\[\d+\]")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
@@ -281,8 +278,8 @@ def build_memory(history: Sequence[HistoryItem], quote: str | None) -> Memory:
 
 def _data(text: str) -> str:
     """Conversation text with anything that could pass for one of our tags defused
-    (same length, so the clamps still bound the total)."""
-    return _TAG_LOOKALIKE.sub(lambda m: "‹" + m.group(1) + m.group(2), text)
+    (same length, so the clamps still bound the total): `prompt.as_data`."""
+    return as_data(text)
 
 
 def render_memory(memory: Memory) -> str:

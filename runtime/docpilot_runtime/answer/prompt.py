@@ -4,13 +4,28 @@ The system prompt is two stable blocks (platform rules, then the site profile), 
 provider-side prefix cache stays warm across turns and steps. Everything that changes
 per turn — the question, the memory, the excerpts — goes in the first user message,
 after the cached prefix, wrapped in tags that mark it as data.
+
+Data reaches the model as written: the docs' ``&&`` or ``<div>`` stays ``&&`` and
+``<div>`` (entity-escaping it taught small models to write ``&amp;&amp;`` into code).
+The boundary is kept by defusing only what could pass for one of our own tags: a
+``<`` that opens or closes ``excerpt``, ``question``, ``memory``, ``quote`` or
+``tool_result`` becomes ``‹``, so no text can close its wrapper or open another.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import quoteattr
+
+# Our data tags (the memory's inner tags among them): text inside them can open or close
+# none of them.
+DATA_TAGS = (
+    "excerpts", "excerpt", "tool_result", "memory", "question", "answer_summary", "answer",
+    "quote",
+)
+_TAG_LOOKALIKE = re.compile(r"<(/?\s*)(" + "|".join(DATA_TAGS) + r")\b", re.I)
 
 PLATFORM_RULES = """\
 You answer readers' questions about one documentation site, using only that site.
@@ -34,7 +49,8 @@ Grounding
 
 Citing
 - Cite every claim with the id of the excerpt it comes from, written as [[ID]] right after
-  the claim, e.g. [[/reference/cli/#ask]]. Use only ids that appear in this conversation.
+  the claim, e.g. "... by default [[/page/#section]]." Use only ids that appear in this
+  conversation.
 - Start with the answer itself and cite it in your first sentence: the reader sees no
   text until a cited sentence arrives, so a citation kept for the end keeps them waiting.
 - Link to pages only with URLs that appear in the excerpts.
@@ -69,6 +85,12 @@ def site_profile(site_name: str, actions: Iterable[str]) -> str:
     return "\n".join(lines)
 
 
+def as_data(text: str) -> str:
+    """``text`` as it goes inside one of our data tags: verbatim, except that anything
+    that could pass for one of those tags is defused (same length)."""
+    return _TAG_LOOKALIKE.sub(lambda m: "‹" + m.group(1) + m.group(2), text)
+
+
 @dataclass(frozen=True)
 class Excerpt:
     id: str
@@ -84,7 +106,7 @@ def render_excerpt(excerpt: Excerpt, spelled_out: bool) -> str:
         return f'<excerpt {attrs} repeated="true"/>'
     if excerpt.url:
         attrs += f" url={quoteattr(excerpt.url)}"
-    return f"<excerpt {attrs}>\n{escape(excerpt.text)}\n</excerpt>"
+    return f"<excerpt {attrs}>\n{as_data(excerpt.text)}\n</excerpt>"
 
 
 def first_message(
@@ -99,7 +121,7 @@ def first_message(
         parts.append(memory)
     if page:
         parts.append(f"The reader is on the page {quoteattr(page)}.")
-    parts.append(f"<question>\n{escape(question)}\n</question>")
+    parts.append(f"<question>\n{as_data(question)}\n</question>")
     parts.append(f"<excerpts>\n{excerpts}\n</excerpts>")
     parts.append("Answer the question from these excerpts, or search for more first.")
     return "\n\n".join(parts)

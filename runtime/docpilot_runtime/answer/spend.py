@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from docpilot_runtime.providers import (
+    CallOptions,
     DeltaSink,
     Message,
     ModelReply,
@@ -64,20 +65,24 @@ def output_budget(provider: Provider) -> int:
 async def complete_within(
     gate: SpendGate | None, provider: Provider, system: Sequence[str],
     messages: Sequence[Message], tools: Sequence[ToolSpec], on_delta: DeltaSink | None,
+    max_tokens: int | None = None, options: CallOptions | None = None,
 ) -> ModelReply:
     """``provider.complete`` with its estimate held first and its cost settled after (a
     failed call settles what it reported, else its prompt's estimate). Without a gate, the
-    plain call. Raises SpendCapReached when the hold is refused."""
+    plain call. ``max_tokens`` lowers the call's output budget (the question rewrite's);
+    ``options`` are the call's request settings (`providers.CallOptions`).
+    Raises SpendCapReached when the hold is refused."""
     if gate is None:
-        return await provider.complete(system, messages, tools, on_delta)
+        return await provider.complete(system, messages, tools, on_delta, max_tokens, options)
     prompt = prompt_tokens(system, messages, tools)
-    estimate = cost_micro_usd(provider.model, Usage(prompt, output_budget(provider)))
+    budget = max_tokens or output_budget(provider)
+    estimate = cost_micro_usd(provider.model, Usage(prompt, budget))
     held = await gate.hold(estimate)
     if held is None:
         raise SpendCapReached(f"the day's spend cannot hold {estimate} micro-USD more")
     cost = cost_micro_usd(provider.model, Usage(input_tokens=prompt))
     try:
-        reply = await provider.complete(system, messages, tools, on_delta)
+        reply = await provider.complete(system, messages, tools, on_delta, max_tokens, options)
         cost = cost_micro_usd(provider.model, reply.usage)
         return reply
     except ProviderError as exc:

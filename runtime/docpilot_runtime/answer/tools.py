@@ -13,11 +13,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import quoteattr
 
 import httpx
 
-from docpilot_runtime.answer.prompt import Excerpt, render_excerpt
+from docpilot_runtime.answer.prompt import Excerpt, as_data, render_excerpt
 from docpilot_runtime.check.citations import unit_source
 from docpilot_runtime.check.validate import Source
 from docpilot_runtime.providers import ToolCall, ToolSpec
@@ -88,6 +88,9 @@ class TurnTools:
     site: Site
     http: httpx.AsyncClient | None = None
     emitted: dict[str, Source] = field(default_factory=dict)
+    # What each emitted excerpt showed the model (title and text): what the support
+    # check reads when an answer cites nothing inline.
+    shown: dict[str, str] = field(default_factory=dict)
     expands: int = 0
     tool_calls: dict[str, int] = field(default_factory=dict)
     external_urls: set[str] = field(default_factory=set)
@@ -110,18 +113,28 @@ class TurnTools:
             )
         return specs
 
+    def emit(self, row: int, text: str | None = None) -> tuple[str, str, bool]:
+        """Register a unit as emitted (with the text the model is shown: the whole unit,
+        or a window of it); its (title, text, already spelled out this turn)."""
+        unit = self.site.bundle.units[row]
+        title = " > ".join((*unit.breadcrumb, unit.title))
+        body = unit.text if text is None else text
+        spelled = unit.id in self.emitted
+        if not spelled:
+            self.emitted[unit.id] = unit_source(*unit[:5])
+            self.external_urls.update(_external_urls(body))
+        if body not in self.shown.get(unit.id, ""):
+            self.shown[unit.id] = self.shown.get(unit.id, "") + f"\n{title}\n{body}"
+        return title, body, spelled
+
     def excerpts(self, rows: Sequence[int]) -> str:
         """Render units as excerpts, registering them as emitted."""
         units = self.site.bundle.units
         out = []
         for row in rows:
+            title, text, spelled = self.emit(row)
             unit = units[row]
-            title = " > ".join((*unit.breadcrumb, unit.title))
-            spelled = unit.id in self.emitted
-            if not spelled:
-                self.emitted[unit.id] = unit_source(*unit[:5])
-                self.external_urls.update(_external_urls(unit.text))
-            out.append(render_excerpt(Excerpt(unit.id, title, unit.url, unit.text), spelled))
+            out.append(render_excerpt(Excerpt(unit.id, title, unit.url, text), spelled))
         return "\n".join(out) if out else "(no sections found)"
 
     async def run(self, call: ToolCall) -> str:
@@ -198,7 +211,8 @@ class TurnTools:
         self.tool_calls[name] = self.tool_calls.get(name, 0) + 1
         obs_id = f"tool:{name}:{self.tool_calls[name]}"
         self.emitted[obs_id] = Source(id=obs_id, url="", title=name)
-        body = escape(response.text[:MAX_TOOL_REPLY_CHARS])  # the site's data, never markup
+        self.shown[obs_id] = response.text[:MAX_TOOL_REPLY_CHARS]
+        body = as_data(response.text[:MAX_TOOL_REPLY_CHARS])  # the site's data, never markup
         return f"<tool_result id={quoteattr(obs_id)}>\n{body}\n</tool_result>"
 
 

@@ -1,12 +1,18 @@
 """Citation markers: which excerpt each marker in the model's text names, and its number.
 
-A model cites an excerpt as ``[[ID]]`` (the id it was handed), or, when its `answer`
-call lists the ids in a ``citations`` array, as ``[n]`` (the array's n-th entry). A
-marker counts only when the turn really emitted that id; the survivors are numbered
-``1..k`` in the order a reader meets them and invented ones are removed with the space
-before them. Markers are found in the raw text before it is parsed and stand in for
-themselves as placeholders, so that a marker inside code stays verbatim and a marker
-outside it can never pair with a bracket the parser sees.
+A model cites an excerpt as ``[[ID]]`` (the id it was handed), or as ``[n]`` when the
+n-th id is known: the n-th entry of its `answer` call's ``citations`` array, or the n-th
+excerpt of a prompt that numbers its excerpts (``numbered``). A marker counts only when
+the turn really emitted that id; the survivors are numbered ``1..k`` in the order a
+reader meets them and invented ones are removed with the space before them.
+
+Small models miss a bracket: ``[[ID]``, ``[ID]]`` and ``[/page/#anchor]`` count as
+markers when they name an id the turn emitted, and are left as written otherwise (so
+ordinary bracketed text is never eaten); ``[[2]]`` and ``[1, 3]`` name numbers.
+
+Markers are found in the raw text before it is parsed and stand in for themselves as
+placeholders, so that a marker inside code stays verbatim and a marker outside it can
+never pair with a bracket the parser sees.
 
 Pure Python (standard library).
 """
@@ -21,9 +27,17 @@ from docpilot_runtime.reply.passages import page_title_of, preview
 from docpilot_runtime.shared.markdown_tree import Node
 
 MARKER_SPAN = 300  # longest marker body: one id, or several separated by commas
-_ID = r"\[\[([^\[\]\n]{1,%d})\]\]".replace("%d", str(MARKER_SPAN))
-_BARE_NUMBER = r"(?<!\w)\[(\d{1,3})\](?!\()"  # "list[0]" is code-like text, not a marker
-_MARKER = re.compile(r"[ \t]*(?:" + _ID + "|" + _BARE_NUMBER + ")")
+_BODY = r"([^\[\]\n]{1,%d})".replace("%d", str(MARKER_SPAN))
+_ID = r"\[?\[\[" + _BODY + r"\]\]\]?"  # a stray third bracket goes with the marker
+# "list[0]" is code-like text, not a marker; "[1, 3]" names two.
+_NUMBERS = r"(?<!\w)\[(\d{1,3}(?:[ \t]*,[ \t]*\d{1,3})*)\](?!\()"
+# A bracket short or a single bracket round a page id: markers only for emitted ids.
+_SHORT_CLOSE = r"\[\[" + _BODY + r"\](?!\])"
+_SHORT_OPEN = r"(?<![\[\w])\[" + _BODY + r"\]\](?!\])"
+_SINGLE_PAGE = r"(?<![\[\w])\[(/[^\[\]\s]{0,%d})\](?![(\[\]])".replace("%d", str(MARKER_SPAN))
+_MARKER = re.compile(
+    r"[ \t]*(?:" + "|".join((_ID, _NUMBERS, _SHORT_CLOSE, _SHORT_OPEN, _SINGLE_PAGE)) + ")"
+)
 # Private-use characters: stripped from model text first, so only ours exist.
 PRIVATE = re.compile("[\ue000-\uf8ff]")
 _OPEN, _CLOSE = "\ue000", "\ue001"
@@ -59,7 +73,8 @@ class Citations:
     placeholders of the piece being read."""
 
     def __init__(self, emitted: Mapping[str, Source], numbered: Sequence[str] = ()) -> None:
-        """``numbered`` is the answer call's ``citations`` array: what ``[n]`` names."""
+        """``numbered`` is what ``[n]`` names: the answer call's ``citations`` array, or
+        the excerpts in the order a numbering prompt gave them."""
         self.emitted = emitted
         self.numbered = [c if isinstance(c, str) else "" for c in numbered]
         self.numbers: dict[str, int] = {}
@@ -70,29 +85,44 @@ class Citations:
         if cid not in self.dropped:
             self.dropped.append(cid)
 
-    def _resolve(
-        self, written: str, body: str | None, number: str | None
-    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(emitted ids, invented ids) a marker names."""
+    def _resolve(self, match: re.Match[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """(emitted ids, invented ids) a marker names; None when it is no marker after all
+        (a short bracket round something this turn never emitted)."""
+        body, numbers = match.group(1), match.group(2)
+        tolerant = next((g for g in match.groups()[2:] if g is not None), None)
+        if tolerant is not None:
+            wanted = [part.strip() for part in tolerant.split(",") if part.strip()]
+            if not wanted or any(cid not in self.emitted for cid in wanted):
+                return None
+            return tuple(dict.fromkeys(wanted)), ()
         if body is not None:
             wanted = [part.strip() for part in body.split(",") if part.strip()]
-        else:
-            index = int(number or 0) - 1
+            if len(wanted) == 1 and wanted[0].isdigit() and wanted[0] not in self.emitted:
+                numbers = wanted[0]  # [[2]]: a number in the id's brackets
+            else:
+                kept = [cid for cid in dict.fromkeys(wanted) if cid in self.emitted]
+                return tuple(kept), tuple(cid for cid in wanted if cid not in self.emitted)
+        kept_ids: list[str] = []
+        invented: list[str] = []
+        for number in re.split(r"[ \t]*,[ \t]*", numbers or ""):
+            index = int(number) - 1
             listed = self.numbered[index] if 0 <= index < len(self.numbered) else ""
-            if not listed:
-                return (), (written.strip(),)
-            wanted = [listed]
-        kept = [cid for cid in dict.fromkeys(wanted) if cid in self.emitted]
-        return tuple(kept), tuple(cid for cid in wanted if cid not in self.emitted)
+            if listed in self.emitted:
+                kept_ids.append(listed)
+            else:
+                invented.append(listed or f"[{number}]")
+        return tuple(dict.fromkeys(kept_ids)), tuple(invented)
 
     def mark(self, raw: str) -> str:
         """``raw`` with every marker replaced by a placeholder (see `expand`)."""
 
         def replace(match: re.Match[str]) -> str:
             written = match.group(0)
+            resolved = self._resolve(match)
+            if resolved is None:
+                return written
             space = written[: len(written) - len(written.lstrip(" \t"))]
-            ids, invented = self._resolve(written, match.group(1), match.group(2))
-            self._markers.append(_Marker(written, space, ids, invented))
+            self._markers.append(_Marker(written, space, *resolved))
             return f"{_OPEN}{len(self._markers) - 1}{_CLOSE}"
 
         return _MARKER.sub(replace, PRIVATE.sub("", raw))

@@ -96,6 +96,13 @@ class ValidatedAnswer:
     truncated: bool = False
 
 
+def _settled(buf: str) -> str:
+    """The open tail as far as its markers are settled: a single closing bracket at the
+    very end may still gain a second (``[[ID]`` becoming ``[[ID]]``) or open a link
+    (``[1]`` becoming ``[1](…)``), so the early reading waits for the next character."""
+    return buf[:-1] if buf.endswith("]") and not buf.endswith("]]") else buf
+
+
 class StreamValidator:
     """Validates an answer as it streams; feed() returns the Piece safe to show now."""
 
@@ -256,7 +263,7 @@ class StreamValidator:
         if self._markers_seen and tail < self._draft_at + _CITE_STEP:
             return False
         saved = self.citations.snapshot()
-        found = len(cites_in(self.citations.expand(self.citations.mark(self._buf))))
+        found = len(cites_in(self.citations.expand(self.citations.mark(_settled(self._buf)))))
         self.citations.restore(saved)
         if found <= self._markers_seen:
             return False
@@ -277,7 +284,7 @@ class StreamValidator:
         self._draft_at = tail
         saved = self.citations.snapshot()
         delinked = list(self.delinked)
-        draft = self._first_reading(self._buf)
+        draft = self._first_reading(_settled(self._buf))
         self.citations.restore(saved)
         self.delinked = delinked
         room = self.max_chars - self._length - (2 if self._markdown else 0)

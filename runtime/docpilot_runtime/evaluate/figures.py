@@ -9,9 +9,10 @@ from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    pass
 from docpilot_runtime.evaluate.questions import KINDS, EvalQuestion, page_path_of
+
+if TYPE_CHECKING:
+    from docpilot_runtime.evaluate.model_figures import ModelKindFigures, ModelTurn
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Outcome:
     pages: tuple[str, ...]  # the first five distinct ranked pages
     expected: tuple[str, ...] = ()  # the question's expect_pages
     earlier: str | None = None  # the last earlier turn's question, for a follow-up
+    model: ModelTurn | None = None  # with a model in the loop (`docpilot eval --model`)
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class Report:
     misses: tuple[Miss, ...] = ()  # worst first
     mode: str = "bundle"
     retriever: str | None = None  # what the turns reported: hybrid or lexical
+    model: dict[str, ModelKindFigures] | None = None  # per kind, with a model in the loop
 
     @property
     def refusal_recall(self) -> float | None:

@@ -12,7 +12,14 @@ from __future__ import annotations
 import httpx
 
 from docpilot_runtime.providers.anthropic import AnthropicProvider
-from docpilot_runtime.providers.messages import Message, ModelReply, ToolCall, ToolSpec, Usage
+from docpilot_runtime.providers.messages import (
+    CallOptions,
+    Message,
+    ModelReply,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from docpilot_runtime.providers.openai import OpenAIChatProvider
 from docpilot_runtime.providers.pricing import cost_micro_usd
 from docpilot_runtime.providers.protocol import DeltaSink, Provider, ProviderError
@@ -21,6 +28,7 @@ from docpilot_runtime.settings.providers import PROVIDER_KINDS, ProviderSettings
 __all__ = [
     "PROVIDER_KINDS",
     "AnthropicProvider",
+    "CallOptions",
     "DeltaSink",
     "Message",
     "ModelReply",

@@ -19,6 +19,7 @@ from docpilot_runtime.providers.messages import (
     STOP_MAX_TOKENS,
     STOP_REFUSAL,
     STOP_TOOL_USE,
+    CallOptions,
     Message,
     ModelReply,
     ToolCall,
@@ -129,20 +130,25 @@ class AnthropicProvider(HTTPProvider):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         max_tokens: int,
+        options: CallOptions,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,
             "stream": True,
         }
+        if self.settings.temperature is not None:
+            body["temperature"] = self.settings.temperature
         system_blocks = anthropic_system(system)
         if system_blocks:
             body["system"] = system_blocks
         body["messages"] = anthropic_messages(messages)
         if tools:
             body["tools"] = anthropic_tools(tools)
-            # auto, never forced: the current Claude models refuse forced tool use.
-            body["tool_choice"] = {"type": "auto"}
+            # auto unless the owner's tool_choice asks otherwise: Claude models thinking
+            # with extended thinking refuse forced tool use.
+            forced = options.tool_choice == "required"
+            body["tool_choice"] = {"type": "any" if forced else "auto"}
         if self.settings.effort:
             body["output_config"] = {"effort": self.settings.effort}
         return body
@@ -150,12 +156,23 @@ class AnthropicProvider(HTTPProvider):
     async def read_stream(self, response: httpx.Response, progress: StreamProgress) -> ModelReply:
         """Assemble the reply from message_start ... message_stop, streaming deltas out."""
         stream = _MessageStream(self, progress)
-        async for sse in server_sent_events(response, progress.deadlines):
+        async for sse in server_sent_events(response, progress.deadlines, _carries_reply):
             if await stream.take(sse):
                 return stream.reply()
         if not stream.began:
             raise self.malformed("the stream ended before message_start")
         raise self.malformed("the stream ended before message_stop")
+
+
+# Events that carry the reply, for the stream's deadlines: message_start, an empty
+# content_block_start and ping come before the model has written anything.
+_REPLY_EVENTS = frozenset(
+    {"content_block_delta", "content_block_stop", "message_delta", "message_stop", "error"}
+)
+
+
+def _carries_reply(sse: ServerSentEvent) -> bool:
+    return sse.event in _REPLY_EVENTS
 
 
 class _MessageStream:

@@ -28,6 +28,17 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
+class CallOptions:
+    """What one call asks beyond its prompt: whether the reply must call a tool (``required``:
+    one of the tools offered; offer only `answer` to require that one, which every server
+    honours, where a named choice is ignored by some), and a JSON Schema the reply's text
+    must follow (OpenAI-compatible ``response_format``; grammar-constrained on llama.cpp)."""
+
+    tool_choice: Literal["auto", "required"] = "auto"
+    json_schema: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class ToolCall:
     """One call the model made; `arguments` is None when its JSON did not parse to an object."""
 

@@ -22,6 +22,7 @@ from docpilot_runtime.providers.messages import (
     STOP_MAX_TOKENS,
     STOP_REFUSAL,
     STOP_TOOL_USE,
+    CallOptions,
     Message,
     ModelReply,
     ToolCall,
@@ -119,6 +120,7 @@ class OpenAIChatProvider(HTTPProvider):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         max_tokens: int,
+        options: CallOptions,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
@@ -128,8 +130,15 @@ class OpenAIChatProvider(HTTPProvider):
         }
         if tools:
             body["tools"] = openai_tools(tools)
-            body["tool_choice"] = "auto"
+            body["tool_choice"] = options.tool_choice
         body[self._max_tokens_field()] = max_tokens
+        if self.settings.temperature is not None:
+            body["temperature"] = self.settings.temperature
+        if options.json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": options.json_schema, "strict": True},
+            }
         if self.settings.effort:
             body["reasoning_effort"] = self.settings.effort
         return body
@@ -143,11 +152,30 @@ class OpenAIChatProvider(HTTPProvider):
     async def read_stream(self, response: httpx.Response, progress: StreamProgress) -> ModelReply:
         """Assemble the reply from the chunks up to ``data: [DONE]``, streaming deltas out."""
         stream = _ChunkStream(self, progress)
-        async for sse in server_sent_events(response, progress.deadlines):
+        async for sse in server_sent_events(response, progress.deadlines, carries_reply):
             if sse.data.strip() == "[DONE]":
                 return stream.reply()
             await stream.take(sse)
         raise self.malformed("the stream ended before data: [DONE]")
+
+
+def carries_reply(sse: ServerSentEvent) -> bool:
+    """Whether a chunk is part of the reply for the stream's deadlines: text, a tool call,
+    the finish, the usage or an error. The role-only chunk a server may send before the
+    model has read the prompt (``delta: {role, content: null}``) is not."""
+    try:
+        chunk = json.loads(sse.data)
+    except ValueError:
+        return True  # "[DONE]", or a broken chunk the reader reports
+    if not isinstance(chunk, dict) or chunk.get("error") or chunk.get("usage"):
+        return True
+    for choice in chunk.get("choices") or []:
+        if not isinstance(choice, dict) or choice.get("finish_reason"):
+            return True
+        delta = choice.get("delta") or {}
+        if not isinstance(delta, dict) or delta.get("content") or delta.get("tool_calls"):
+            return True
+    return False
 
 
 @dataclass

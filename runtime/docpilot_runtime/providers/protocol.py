@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol
 
-from docpilot_runtime.providers.messages import Message, ModelReply, ToolSpec, Usage
+from docpilot_runtime.providers.messages import CallOptions, Message, ModelReply, ToolSpec, Usage
+from docpilot_runtime.settings.providers import ProviderSettings
 
 ErrorKind = Literal["config", "connection", "timeout", "status", "malformed", "stream_error"]
 
@@ -32,6 +33,7 @@ class ProviderError(Exception):
         status: int | None = None,
         retryable: bool = False,
         usage: Usage | None = None,
+        context_overflow: bool = False,
     ) -> None:
         super().__init__(message)
         self.kind: ErrorKind = kind
@@ -39,6 +41,8 @@ class ProviderError(Exception):
         self.status = status
         self.retryable = retryable
         self.usage = usage or Usage()
+        # The server said the prompt does not fit its context (HTTP 400): a shorter one may.
+        self.context_overflow = context_overflow
 
 
 # on_delta(kind, text): kind is "text" for assistant text, or "tool:<name>" for a chunk of
@@ -52,6 +56,7 @@ class Provider(Protocol):
     kind: str
     model: str
     name: str  # e.g. "anthropic:claude-opus-5-5", for usage and records
+    settings: ProviderSettings  # how the ladder prompts it (profile, excerpts, tool_choice)
 
     async def complete(
         self,
@@ -60,6 +65,7 @@ class Provider(Protocol):
         tools: Sequence[ToolSpec],
         on_delta: DeltaSink | None = None,
         max_tokens: int | None = None,
+        options: CallOptions | None = None,
     ) -> ModelReply:
         """One model call; the reply streams through on_delta as it arrives."""
         ...

@@ -9,7 +9,7 @@ comments and pings are idle time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import httpx
@@ -42,12 +42,16 @@ class StreamStalled(Exception):
 
 
 async def server_sent_events(
-    response: httpx.Response, deadlines: StreamDeadlines | None = None
+    response: httpx.Response,
+    deadlines: StreamDeadlines | None = None,
+    carries_reply: Callable[[ServerSentEvent], bool] | None = None,
 ) -> AsyncIterator[ServerSentEvent]:
     """The events of a text/event-stream body (comments and id/retry fields skipped).
 
     With `deadlines`, raises StreamStalled when the first event, or the next one, is
-    late; keep-alive comments and ``ping`` events do not count as events for them.
+    late; keep-alive comments and ``ping`` events do not count as events for them, nor
+    does any event `carries_reply` says is not part of the reply (a role-only chunk sent
+    before the model has read the prompt).
     """
     loop = asyncio.get_running_loop()
     due, setting, seconds = None, "", 0.0
@@ -67,10 +71,15 @@ async def server_sent_events(
         if not line:
             if data:
                 name = event or "message"
-                if deadlines is not None and name not in KEEPALIVE_EVENTS:
+                sse = ServerSentEvent(name, "\n".join(data))
+                if (
+                    deadlines is not None
+                    and name not in KEEPALIVE_EVENTS
+                    and (carries_reply is None or carries_reply(sse))
+                ):
                     due = loop.time() + deadlines.idle
                     setting, seconds = "idle_timeout", deadlines.idle
-                yield ServerSentEvent(name, "\n".join(data))
+                yield sse
             event, data = "", []
             continue
         if line.startswith(":"):

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from docpilot_runtime.providers.messages import Message, ModelReply, ToolSpec, Usage
+from docpilot_runtime.providers.messages import CallOptions, Message, ModelReply, ToolSpec, Usage
 from docpilot_runtime.providers.protocol import DeltaSink, ErrorKind, ProviderError
 from docpilot_runtime.providers.sse import StreamDeadlines, StreamStalled
 from docpilot_runtime.providers.upstream import (
@@ -120,6 +120,7 @@ class HTTPProvider:
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         max_tokens: int,
+        options: CallOptions,
     ) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -137,9 +138,13 @@ class HTTPProvider:
         tools: Sequence[ToolSpec],
         on_delta: DeltaSink | None = None,
         max_tokens: int | None = None,
+        options: CallOptions | None = None,
     ) -> ModelReply:
         """Stream one reply, retrying only failures that happen before the answer begins."""
-        body = self.request_body(system, messages, tools, max_tokens or self.settings.max_tokens)
+        body = self.request_body(
+            system, messages, tools, max_tokens or self.settings.max_tokens,
+            options or CallOptions(),
+        )
         tries = 1 + self.settings.retries
         for attempt in range(1, tries + 1):
             progress = StreamProgress(on_delta)
@@ -224,6 +229,7 @@ class HTTPProvider:
         status = response.status_code
         retryable = status in (408, 409, 429) or status >= 500
         head = f"{self.url} answered HTTP {status}"
+        overflow = False
         if status in (401, 403):
             if self.settings.api_key_env:
                 detail = f"it rejected the key from {self.settings.api_key_env} (api_key_env)"
@@ -233,9 +239,21 @@ class HTTPProvider:
             detail = f"check base_url and model {self.model!r}"
         else:
             detail = self._scrub(upstream_error_message(response))[:ERROR_DETAIL_CHARS]
+            overflow = status == 400 and context_overflow(response, detail)
+            if overflow:
+                detail += " (the prompt does not fit the model's context)"
+            elif "--jinja" in detail:
+                # llama.cpp's server started without its chat templates refuses tools, and
+                # will again: no retry, and say what would help.
+                retryable = False
+                detail += (
+                    " (start llama-server with --jinja, or set profile = \"compact\", "
+                    "which sends no tools)"
+                )
         error = self._failure(
             f"{head}: {detail}", kind="status", status=status, retryable=retryable
         )
+        error.context_overflow = overflow
         return FailedTry(error, retry_after_seconds(response, backoff))
 
     def _failure(
@@ -260,6 +278,26 @@ class HTTPProvider:
             kind="stream_error",
             retryable=retryable,
         )
+
+
+_OVERFLOW_PHRASES = ("too long", "too many tokens", "maximum context", "exceed")
+
+
+def context_overflow(response: httpx.Response, detail: str) -> bool:
+    """Whether a 400 says the prompt is longer than the model's context: llama.cpp's
+    ``exceed_context_size_error``, OpenAI's ``context_length_exceeded``, or a message
+    that says so."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        named = f"{error.get('type', '')} {error.get('code', '')}".lower()
+        if "exceed_context" in named or "context_length" in named:
+            return True
+    lowered = detail.lower()
+    return "context" in lowered and any(phrase in lowered for phrase in _OVERFLOW_PHRASES)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Protocol
 
 from docpilot_runtime.retrieve.params import DEFAULT_PARAMS, RetrievalParams
+from docpilot_runtime.retrieve.tokenize import _is_unspaced_script as _is_unspaced
 from docpilot_runtime.retrieve.tokenize import query_terms, tokenize
 
 FUNCTION_WORDS_FILE = Path(__file__).with_name("function_words.json")
@@ -210,3 +211,82 @@ def rescue_question(
         if not best & {unit for unit, _ in index.search([term], index.count)}:
             return None
     return " ".join([*anchors, *words])
+
+
+# A question about a tool in another language is mostly the tool's names ("¿Cómo configuro
+# OpenRouter como proveedor en docpilot.toml?"), so its known share can be high. It is read
+# as foreign too when under FOREIGN_KNOWN_SHARE of its terms are known and it holds
+# FOREIGN_FUNCTION_WORDS function words (of any language) the corpus never uses. On the
+# tune halves (example-site's dev set, its follow-up set, the translated questions) this
+# caught every German, French and Spanish question (the known share alone missed 4 of 67
+# non-English ones) and flagged no English question it did not flag before (1 of 65, an
+# off-topic one); any share from 0.6 to 1 did the same there, 0.7 keeps clear of English
+# questions on a small corpus, which knows fewer English function words.
+FOREIGN_FUNCTION_WORDS = 2
+FOREIGN_KNOWN_SHARE = 0.7
+# English words among every language's function words: never a sign of another language,
+# however small the corpus (a three-page site may never write "where" or "kept").
+_ENGLISH_TEXT = """
+a about above across after again against all almost alone along already also although
+always am among an and another any anybody anyone anything anywhere are around as at away
+back be became because become becomes been before behind being below between beyond both
+but by came can cannot could did do does doing done down during each either else enough
+even ever every few first for from further get gets getting got had has have having he her
+here hers herself him himself his how however i if in into is it its itself just keep keeps
+kept last least less let like likely made make makes many may me might mine more most
+mostly much must my myself near need needs neither never new next no nobody none nor not
+nothing now of off often on once one only onto or other others otherwise our ours
+ourselves out over own per perhaps please put quite rather really said same saw say says
+second see seem seemed seems several shall she should show shown since so some somebody
+someone something sometime sometimes somewhere still such take than that the their theirs
+them themselves then there therefore these they thing things this those though three
+through throughout thus to together too took toward towards two under unless until up
+upon us use used uses using very via want wants was way we well went were what whatever
+when whenever where whereas whether which while who whoever whole whom whose why will with
+within without won would yes yet you your yours yourself yourselves
+"""
+
+
+@lru_cache(maxsize=1)
+def english_words() -> frozenset[str]:
+    """English words that are among the function words of some language."""
+    return frozenset(tokenize(_ENGLISH_TEXT))
+
+
+def rewrite_reason(
+    index: Vocabulary, params: RetrievalParams, anchors: Sequence[str], question: str
+) -> str:
+    """Why a question would be rewritten into a standalone one before retrieval (a model
+    call; ``answer.rewrite``), or "" when it stands on its own: "language" when it is
+    written in another language than the corpus (under ``rescue_foreign_share`` of its
+    terms known, or FOREIGN_FUNCTION_WORDS function words the corpus never uses: a
+    question in Spanish about an English tool is mostly tool names), "follow-up" when
+    there is an earlier answered question it may refer to."""
+    found = followup_terms(index, [], question, params.rescue_known_df)
+    skip = function_words() - english_words()
+    unknown = [t for t in query_terms(question) if t in skip and index.document_frequency(t) == 0]
+    share = found.known_share
+    # Few known terms alone is no sign on a small corpus: some other language must show,
+    # as a function word of its own or a script without spaces (Chinese, Japanese, Thai).
+    shows = bool(unknown) or any(_is_unspaced(c) for c in question)
+    if (share < params.rescue_foreign_share and shows) or (
+        share < FOREIGN_KNOWN_SHARE and len(unknown) >= FOREIGN_FUNCTION_WORDS
+    ):
+        return "language"
+    return "follow-up" if anchors else ""
+
+
+def rewrite_may_carry(
+    index: Vocabulary, params: RetrievalParams, anchors: Sequence[str], question: str
+) -> bool:
+    """Whether a rewritten question may carry the turn past the gate: the same guard as
+    the composed channel, so a rewrite cannot drop the subject the reader brought. In the
+    corpus's language, none of the question's own content words (beyond the earlier
+    question's) may be unknown to the corpus; in another language, none of its unknown
+    words may be written like a name or a term ("NTLM", "Prometheus")."""
+    found = followup_terms(index, anchors, question, params.rescue_known_df)
+    if found.known_share >= params.rescue_foreign_share:
+        return len(found.unseen) <= params.rescue_unseen_terms
+    names = name_terms(question)
+    return not any(term in names for term in found.unseen)
+

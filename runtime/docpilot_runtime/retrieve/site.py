@@ -14,7 +14,12 @@ from functools import cached_property
 from typing import Any
 
 from docpilot_runtime.bundle.schema import Bundle, GateParams, UnitRecord, unit_column
-from docpilot_runtime.retrieve.followup import Cognates, rescue_question
+from docpilot_runtime.retrieve.followup import (
+    Cognates,
+    rescue_question,
+    rewrite_may_carry,
+    rewrite_reason,
+)
 from docpilot_runtime.retrieve.gate import (
     confidence,
     default_params,
@@ -70,6 +75,7 @@ class Retrieval:
     confidence: int
     rescued: bool
     page_first: list[int]
+    rewritten: str = ""  # the standalone question it was searched with, when rewritten
     # The question's language when it is not the docs' ("" otherwise or when unsure).
     reader_language: str = ""
 
@@ -287,6 +293,37 @@ class Site:
             anchors,
             question,
             lambda text: self.search(text).order,
+        )
+
+    def rewrite_reason(self, request: AskRequest) -> str:
+        """Why ``request`` would be rewritten before retrieval ("" when it stands alone):
+        ``followup.rewrite_reason``."""
+        anchors = anchor_questions(request.history)
+        return rewrite_reason(self.searcher.lexical, self.params, anchors, request.question)
+
+    def retrieve_rewritten(
+        self, request: AskRequest, rewritten: str, first: Retrieval
+    ) -> Retrieval:
+        """Stage 3 with a model's standalone rewrite of the question as search terms: its
+        ranking replaces ``first`` when the gate passes it and the rewrite may carry the
+        question (``followup.rewrite_may_carry``); else ``first`` stands."""
+        anchors = anchor_questions(request.history)
+        if not rewrite_may_carry(self.searcher.lexical, self.params, anchors, request.question):
+            return first
+        ranking = self.search(rewritten)
+        passed, score, conf = self.judge(ranking)
+        if not passed:
+            return first
+        return Retrieval(
+            site=self,
+            ranking=ranking,
+            passed=True,
+            score=score,
+            confidence=conf,
+            rescued=first.rescued or not first.passed,
+            page_first=self.page_first(request.page, ranking),
+            rewritten=rewritten,
+            reader_language=first.reader_language,
         )
 
     def retrieve(self, request: AskRequest) -> Retrieval:

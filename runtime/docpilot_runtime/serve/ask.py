@@ -97,12 +97,19 @@ def sse(event: Event) -> str:
     return f"event: {event.name}\ndata: {data}\n\n"
 
 
+# An SSE comment after this much silence: while a model reads the prompt (a CPU model:
+# minutes) the reader's widget, which gives up after 60 s of silence, and any proxy that
+# drops idle connections see that the turn is alive.
+KEEPALIVE_SECONDS = 15.0
+
+
 async def stream_turn(
     runtime: Runtime, request: AskRequest, receive: Receive, caps: Caps | None = None
 ) -> AsyncIterator[str]:
     """The turn as SSE: events the runtime emits go onto a queue this generator drains,
     so `progress` reaches the reader while the turn is still running; `answer` (or
-    `error`) is always the last event. A reader who goes away cancels the turn."""
+    `error`) is always the last event; a comment line after KEEPALIVE_SECONDS of silence.
+    A reader who goes away cancels the turn."""
     queue: asyncio.Queue[Event | None] = asyncio.Queue()
 
     async def emit(event: Event) -> None:
@@ -123,7 +130,14 @@ async def stream_turn(
     task = asyncio.create_task(run())
     watcher = cancel_on_disconnect(receive, task)
     try:
-        while (event := await queue.get()) is not None:
+        while True:
+            try:
+                event = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                yield ": keep-alive\n\n"
+                continue
+            if event is None:
+                break
             yield sse(event)
     finally:
         # The reader went away mid-turn: stop the turn rather than finish it for nobody.

@@ -28,6 +28,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from docpilot_runtime.providers import (
+    CallOptions,
     DeltaSink,
     Message,
     ModelReply,
@@ -141,6 +142,7 @@ class CountedProvider:
         self.kind = inner.kind
         self.model = inner.model
         self.name = inner.name
+        self.settings = inner.settings
         self._metrics = metrics
 
     async def complete(
@@ -150,9 +152,12 @@ class CountedProvider:
         tools: Sequence[ToolSpec],
         on_delta: DeltaSink | None = None,
         max_tokens: int | None = None,
+        options: CallOptions | None = None,
     ) -> ModelReply:
         try:
-            return await self.inner.complete(system, messages, tools, on_delta, max_tokens)
+            return await self.inner.complete(
+                system, messages, tools, on_delta, max_tokens, options
+            )
         except ProviderError as exc:
             self._metrics.provider_errors.labels(provider=self.name, kind=exc.kind).inc()
             raise

@@ -17,6 +17,10 @@ class AnswerSettings:
     max_steps: int = _DEFAULTS["max_steps"]  # model calls per provider per turn
     tentative_below: int = _DEFAULTS["tentative_below"]  # lower model confidence: tentative
     max_answer_chars: int = MAX_ANSWER_CHARS
-    # Seconds the whole answer ladder may take, from the first model call; past it the
-    # provider being asked is abandoned and the turn settles as `passages`.
+    # Seconds the turn's model calls may take together (rewrite and ladder), from the
+    # first; past it the provider being asked is abandoned.
     turn_deadline: float = _DEFAULTS["turn_deadline"]
+    rewrite: bool = _DEFAULTS["rewrite"]  # follow-ups and other languages: a rewrite call
+
+
+LOCAL_TURN_DEADLINE = 600.0  # the default when a provider is on loopback (a CPU model)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from docpilot_runtime.settings.answer import AnswerSettings
+from docpilot_runtime.settings.answer import LOCAL_TURN_DEADLINE, AnswerSettings
 from docpilot_runtime.settings.bundle import BundleSettings, url_refusal
 from docpilot_runtime.settings.embedder import QueryEmbedderSettings
 from docpilot_runtime.settings.headers import PAGE_POLICY, HeaderSettings
@@ -24,7 +24,11 @@ from docpilot_runtime.settings.index import IndexOptions, index_options
 from docpilot_runtime.settings.keys import OptionsError, unknown_key_message
 from docpilot_runtime.settings.limits import LimitSettings, parse_networks
 from docpilot_runtime.settings.metrics import MetricsSettings
-from docpilot_runtime.settings.providers import ProviderSettings, provider_settings
+from docpilot_runtime.settings.providers import (
+    ProviderSettings,
+    is_loopback,
+    provider_settings,
+)
 from docpilot_runtime.settings.records import RecordsSettings
 from docpilot_runtime.settings.second_opinion import SecondOpinionSettings
 from docpilot_runtime.settings.tables import HTTP, SOCIAL, SOCIAL_TEMPLATE, TABLES
@@ -144,7 +148,7 @@ def parse_settings(raw: Mapping[str, Any], file: Path) -> Settings:
             cors_origins=origins,
             social_templates=_social(raw, file),
             providers=_providers(raw, file),
-            answer=AnswerSettings(**_table(raw, "answer", file)),
+            answer=_answer(raw, file),
             embedder=embedder,
             caps=_limits(raw, file),
             headers=_headers(raw, file),
@@ -156,6 +160,18 @@ def parse_settings(raw: Mapping[str, Any], file: Path) -> Settings:
         )
     except ValueError as exc:  # OptionsError, or a trusted proxy that is no address
         raise SettingsError(str(exc)) from None
+
+
+def _answer(raw: Mapping[str, Any], file: Path) -> AnswerSettings:
+    """[answer]; with a provider on loopback (a model on a CPU), a longer turn deadline
+    unless the file sets one."""
+    checked = _table(raw, "answer", file)
+    if "turn_deadline" not in checked and any(
+        isinstance(t, Mapping) and is_loopback(str(t.get("base_url", "")))
+        for t in raw.get("providers", []) or []
+    ):
+        checked["turn_deadline"] = LOCAL_TURN_DEADLINE
+    return AnswerSettings(**checked)
 
 
 def _limits(raw: Mapping[str, Any], file: Path) -> LimitSettings:

@@ -41,13 +41,18 @@ PROVIDER = Table(
         Key("model", "str", "", "model name as the service spells it (no spaces)", pattern=r"\S+", required=True, type_doc="string"),
         Key("base_url", "str", "", "API root of the service", prefixes=HTTP, default_doc="per kind: `https://api.anthropic.com` or `https://api.openai.com/v1`"),
         Key("api_key_env", "str", "", "name of the environment variable holding the key (letters, digits, `_`); left out, no key is sent", pattern=ENV_NAME, type_doc="string"),
-        Key("timeout", "seconds", 30.0, "seconds to wait for the first data and then between streamed pieces; when it runs out, the next provider is asked (a timeout is not retried)"),
+        Key("timeout", "seconds", 30.0, "seconds to wait for the first data and then between streamed pieces; when it runs out, the next provider is asked (a timeout is not retried)", default_doc="`30`; `300` for a `base_url` on loopback"),
         Key("connect_timeout", "seconds", 5.0, "seconds to wait for the connection"),
-        Key("first_token_timeout", "seconds", 30.0, "seconds from sending the request to the first reply event; keep-alive comments and pings do not count, so a router that only sends them is abandoned and the next provider asked", high=600),
-        Key("idle_timeout", "seconds", 30.0, "seconds allowed between reply events once the reply has started (keep-alives do not count)", high=600),
-        Key("max_tokens", "int", 1500, "most output tokens per model step", low=1, high=1_000_000),
+        Key("first_token_timeout", "seconds", 30.0, "seconds from sending the request to the first event that carries the reply (text, a tool call, the finish); a role-only first chunk, keep-alive comments and pings do not count, so a router that only sends them is abandoned and the next provider asked", high=600, default_doc="`30`; `300` for a `base_url` on loopback (a model on a CPU reads a long prompt for tens of seconds first)"),
+        Key("idle_timeout", "seconds", 30.0, "seconds allowed between reply events once the reply has started (keep-alives do not count)", high=600, default_doc="`30`; `120` for a `base_url` on loopback"),
+        Key("max_tokens", "int", 1500, "most output tokens per model step; a reply cut there (`finish_reason: length`) is logged and not used", low=1, high=1_000_000, default_doc="`1500`; `512` for a `base_url` on loopback"),
         Key("retries", "int", 1, "extra tries after a connection failure or a retryable status (`408`, `409`, `429`, `5xx`), made only while nothing has streamed", low=0, high=MAX_RETRIES),
         Key("effort", "str", "", "reasoning effort sent to the model; empty leaves the model's default", choices=("", *EFFORTS)),
+        Key("temperature", "number", None, "sampling temperature sent with every call; a small local model answers more steadily at `0`", low=0, high=2, default_doc="not sent (the server's own: llama.cpp's is 0.8)"),
+        Key("tool_choice", "str", "auto", "`auto`: the model may call a tool; `required`: every step must call one; `answer_last`: the last step offers only the `answer` tool and requires it; `answer`: every step does (no lookups)", choices=("auto", "required", "answer_last", "answer")),
+        Key("profile", "str", "full", "how the model is prompted: `full` (the rules, excerpts by id, the lookup tools and the `answer` tool) or `compact` (a few lines of rules, numbered excerpts, no tools: the model answers in text citing `[1]`), for small models", choices=("full", "compact")),
+        Key("excerpts", "int", 0, "excerpts the first message carries; `0` = the profile's own (`full` 6, `compact` 3)", low=0, high=12),
+        Key("structured_output", "bool", False, "with `profile = \"compact\"` on an OpenAI-compatible server: the reply must be JSON with `answer` and `sources` (`response_format: json_schema`, grammar-constrained on llama.cpp)"),
     ),
 )
 
@@ -66,7 +71,8 @@ ANSWER = Table(
         Key("max_steps", "int", 4, "model calls allowed for each provider in one turn, tool steps included", low=1),
         Key("tentative_below", "int", 50, "a cited answer whose `model_confidence` is below this is marked `tentative`", low=0, high=100),
         Key("max_answer_chars", "int", 6000, "longest answer text shown; a longer one is cut at a paragraph or sentence end, never inside a code block", low=200),
-        Key("turn_deadline", "seconds", 120.0, "seconds the whole answer ladder may take from the first model call; past it the provider being asked is abandoned and the turn settles as `passages`", high=3600),
+        Key("turn_deadline", "seconds", 120.0, "seconds the model calls of a turn may take together (the question's rewrite and the answer ladder), from the first; past it the provider being asked is abandoned and the turn settles as `passages` (or a refusal, when a model had already answered without citations)", high=3600, default_doc="`120`; `600` when a provider's `base_url` is on loopback"),
+        Key("rewrite", "bool", True, "before retrieval, a follow-up or a question in another language than the docs is rewritten by the first provider into one standalone question in the docs' language, used only as search terms (the gate still decides; the reader's words are what is answered and stored); a plain question costs no call"),
     ),
 )
 

@@ -14,8 +14,10 @@ from docpilot_runtime.shared.framing import LANG_TAG, MAX_LANG_CHARS
 
 Kind = Literal["answer", "refusal", "passages", "social", "credential"]
 Retriever = Literal["hybrid", "lexical"]
-# Why a turn that would have gone to a model settled as `passages` without one.
-FallbackReason = Literal["spend_cap"]
+# Why a turn that would have gone to a model settled without a model's answer: as
+# `passages` (the day's spend reached, every provider failed, the turn deadline passed),
+# or as a `refusal` after a model answered with nothing citable.
+FallbackReason = Literal["spend_cap", "models_failed", "turn_deadline", "uncited"]
 HISTORY_KINDS = ("answer", "refusal", "passages", "social", "credential")
 # Kinds of an earlier turn that answered: they anchor a follow-up and its memory.
 COMPLETED_KINDS = ("answer", "passages")
@@ -69,6 +71,10 @@ class Result:
     credential_kind: str | None = None
     usage: dict[str, Any] | None = None
     fallback_reason: FallbackReason | None = None
+    # What stage 6 did to a model's answer: "cited_by" ("markers": the model cited
+    # inline; "check": the support check attached the excerpts holding its content),
+    # "ids_stripped" (cited ids this turn never handed out), "links_delinked".
+    checks: dict[str, Any] | None = None
     # The element tree the widget draws (markdown_tree); texts we or the owner wrote get
     # theirs from `trusted_blocks` when the builder gave none.
     blocks: list[Any] = field(default_factory=list)
@@ -95,6 +101,7 @@ class Result:
         summary: str = "",
         credential_kind: str | None = None,
         usage: dict[str, Any] | None = None,
+        checks: dict[str, Any] | None = None,
     ) -> Result:
         """A turn's result: the basis's fields, then what this kind adds."""
         return cls(
@@ -114,6 +121,7 @@ class Result:
             summary=summary,
             credential_kind=credential_kind,
             usage=usage,
+            checks=checks,
             blocks=blocks or [],
         )
 
