@@ -52,15 +52,3 @@ def run(
 
 def deltas(events: list[Event]) -> list[Event]:
     return [e for e in events if e.name == "delta"]
-
-
-def hrefs(blocks: list[Any]) -> list[str]:
-    """Every link target in a validated answer's element tree."""
-    found, stack = [], list(blocks)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if node.get("t") == "a":
-                found.append(str(node["href"]))
-            stack.extend(node.get("c", []))
-    return found

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from block_trees import hrefs
 from docpilot_runtime.providers import ProviderSettings
 from docpilot_runtime.retrieve.site import Site
 from docpilot_runtime.serve.app import create_app
@@ -27,7 +28,6 @@ from docpilot_runtime.settings.load import Settings
 from docpilot_runtime.shared.types import AskRequest
 from docpilot_runtime.sites.loader import load_site
 from local_engine import MODEL
-from model_turns import hrefs
 from servers.runtime import serve_app
 
 pytestmark = pytest.mark.real_model

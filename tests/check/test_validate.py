@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import pytest
+from block_trees import hrefs
 from docpilot_runtime.answer.actions import validate_actions
 from docpilot_runtime.answer.memory import truncate_markdown
 from docpilot_runtime.bundle.schema import Page
@@ -22,7 +23,6 @@ from docpilot_runtime.shared.markdown_tree import MAX_DEPTH, Node, text_of
 from docpilot_runtime.shared.types import Citation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from model_turns import hrefs
 from reference_reader import REFERENCE_READER
 
 PAGES = [
