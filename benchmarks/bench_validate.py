@@ -77,11 +77,15 @@ def cited_id(site: Path) -> str:
 
 
 def long_answer(cite: str, chars: int, one_paragraph: bool) -> str:
-    sentence = f"Set the *cache* with `cache_dir` [[{cite}]] and see [the page](/page1/#cache). "
+    # A numbered run: no six words repeat (the ladder refuses a reply that loops).
+    sentence = (
+        "Build {n} sets the *cache directory* {n} with the `cache_dir` option {n} [[" + cite + "]]; "
+        "the cache directory keeps {n} embeddings between [builds](/page1/#cache). "
+    )
     text, n = "", 0
     while len(text) < chars:
-        text += sentence
         n += 1
+        text += sentence.format(n=n)
         if not one_paragraph and n % 8 == 0:
             text += "\n\n"
     return text[:chars]
