@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
+from block_trees import links
 from docpilot_runtime.providers import ProviderSettings, make_provider
 from docpilot_runtime.settings.load import Settings
-from docpilot_runtime.shared.markdown_tree import Node, text_of
+from docpilot_runtime.shared.markdown_tree import text_of
 from docpilot_runtime.shared.types import AskRequest, Result
 from docpilot_runtime.sites.loader import load_site
 from docpilot_runtime.turn import Runtime
@@ -35,17 +35,6 @@ def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("injection")
     build_small_site(root / "site", root / "cache", [INSTALL, INJECTION])
     return root / "site"
-
-
-def links(blocks: list[Node]) -> list[dict[str, Any]]:
-    found, stack = [], list(blocks)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if node.get("t") == "a":
-                found.append(node)
-            stack.extend(node.get("c", []))
-    return found
 
 
 def ask(site_dir: Path, markdown: str) -> tuple[Result, OpenAIChatServer]:

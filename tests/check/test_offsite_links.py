@@ -11,12 +11,11 @@ sign in ("download from ...") is not live: its label and domain stay as text. A 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from block_trees import links
 from docpilot_runtime.bundle.schema import Page
 from docpilot_runtime.check.validate import Source, ValidatedAnswer, validate_answer
-from docpilot_runtime.shared.markdown_tree import Node, text_of
+from docpilot_runtime.shared.markdown_tree import text_of
 
 PAGES = [Page("/guide/", "Guide", frozenset({"guide", "setup"}))]
 EMITTED = {"/guide/#setup": Source("/guide/#setup", "/guide/#setup", "Setup")}
@@ -29,17 +28,6 @@ FROM_EXCERPTS = (EVIL, STANDARD, REPO)
 
 def check(markdown: str) -> ValidatedAnswer:
     return validate_answer(markdown, EMITTED, PAGES, allowed_external=FROM_EXCERPTS)
-
-
-def links(blocks: list[Node]) -> list[dict[str, Any]]:
-    found, stack = [], list(blocks)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if node.get("t") == "a":
-                found.append(node)
-            stack.extend(node.get("c", []))
-    return found
 
 
 @pytest.mark.parametrize("markdown", [

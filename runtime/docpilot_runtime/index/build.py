@@ -3,6 +3,10 @@
 `index_site` is the one entry point; the MkDocs plugin and `docpilot index` both
 call it. Nothing is written until everything has succeeded, and the bundle is
 written atomically, so a failed build leaves the previous bundle in place.
+
+Just over 500 lines because the build's steps share one set of options and one report
+(units, exclusions, the embedding cache, calibration, the manifest); each step is a
+function here so the order a build runs in reads top to bottom in one file.
 """
 
 from __future__ import annotations
