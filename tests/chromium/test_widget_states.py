@@ -72,6 +72,32 @@ def test_a_slow_runtime_shows_progress_at_once_then_still_working_then_a_timeout
     expect(page.locator(".dp-input")).to_have_value(COVERED)
 
 
+# A worker that starts, then never answers the credential check (a hung Python call).
+SILENT_CHECK_WORKER = """
+self.onmessage = ({ data }) => {
+  if (data.type === "boot") self.postMessage({ id: data.id, ok: true, result: {} });
+};
+"""
+
+
+def test_a_check_that_never_answers_times_out_instead_of_spinning(reader: Reader) -> None:
+    page = reader.page
+    page.route(
+        "**/docpilot/worker.js",
+        lambda route: route.fulfill(body=SILENT_CHECK_WORKER, content_type="text/javascript"),
+    )
+    page.clock.install()
+    page.goto("/")
+    reader.open_panel()
+    reader.ask(COVERED)
+    expect(page.locator(".dp-send")).to_have_attribute("aria-label", STRINGS["stop"])
+    page.clock.fast_forward(61_000)
+    error = page.locator(".dp-turn .dp-error")
+    expect(error.locator("p")).to_have_text(STRINGS["timed_out"])
+    assert not reader.asks(), "the question left the page before its check"
+    expect(page.locator(".dp-input")).to_have_value(COVERED)
+
+
 def test_a_runtime_that_stops_mid_session_is_one_clear_state(
     page: Page, example_site: Path
 ) -> None:

@@ -341,6 +341,8 @@ export class Widget extends Panel {
     const stopped = new Promise((_, reject) => controller.signal.addEventListener("abort", () => reject(Object.assign(new Error("stopped"), { name: "AbortError" }))));
     stopped.catch(() => {});
     const until = (promise) => Promise.race([promise, stopped]);
+    // Why the turn ended early: the reader's Stop, or the silence timeout.
+    const endedBy = () => (controller.signal.reason === "timeout" ? T.timed_out : T.stopped);
     this.sending(true);
     const quote = this.quoting.text;
     this.input.value = "";
@@ -391,6 +393,7 @@ export class Widget extends Panel {
       },
     };
     this.scrollDown();
+    ui.heard(); // from Enter on: a turn that never hears back (a hung check too) times out
     try {
       if (!navigator.onLine && !STATIC) return this.fail(view, turn, T.offline);
       // 1. The secret check, in this browser, before anything leaves it.
@@ -412,7 +415,7 @@ export class Widget extends Panel {
         await until(boot);
         credential = await until(screen(body, sent));
       } catch (error) {
-        return this.fail(view, turn, controller.signal.aborted ? T.stopped : T.check_failed);
+        return this.fail(view, turn, controller.signal.aborted ? endedBy() : T.check_failed);
       } finally {
         if (!this.leaving) store(sessionStorage, DRAFT_KEY, null);
       }
@@ -439,7 +442,7 @@ export class Widget extends Panel {
       this.save();
     } catch (error) {
       cancelAnimationFrame(frame);
-      if (controller.signal.aborted) return this.fail(view, turn, controller.signal.reason === "timeout" ? T.timed_out : T.stopped);
+      if (controller.signal.aborted) return this.fail(view, turn, endedBy());
       console.error("DocPilot:", error.message); // the question itself is never logged
       if (error.limit) this.maxChars = error.limit;
       if (error.wait) Object.assign(turn, { until: Date.now() + error.wait * 1000, said: error.said });
