@@ -37,8 +37,9 @@ from docpilot_runtime.serve.app import create_app
 from docpilot_runtime.settings.headers import PAGE_POLICY, HeaderSettings
 from docpilot_runtime.settings.limits import LimitSettings
 from docpilot_runtime.settings.load import Settings
-from playwright.sync_api import Page
+from playwright.sync_api import Browser, Page
 from playwright.sync_api import Route as BrowserRoute
+from pyodide_seed import PyodideSeed, take_seed
 from servers.runtime import RunningServer, serve_app
 from shared_builds import SiteBuilds
 from starlette.applications import Starlette
@@ -152,6 +153,26 @@ def site_server(example_site: Path, runtime_settings: Settings) -> Iterator[Runn
 def base_url(site_server: RunningServer) -> str:
     """pytest-base-url's fixture: `page.goto("/reference/cli/")` goes to the live site."""
     return site_server.base_url
+
+
+@pytest.fixture(scope="session")
+def pyodide_seed(browser: Browser, site_server: RunningServer) -> Iterator[PyodideSeed]:
+    """What one real Pyodide boot on the live site kept in Cache Storage."""
+    with take_seed(browser, site_server.base_url) as seed:
+        yield seed
+
+
+@pytest.fixture(autouse=True)
+def returning_reader(request: pytest.FixtureRequest) -> None:
+    """A browser test on the live site (`reader`, `base_url`) starts as a returning
+    reader's: Pyodide (and the memory snapshot of its first boot) already in the site's
+    Cache Storage, nothing else kept. Unless the test is marked `cold_pyodide`. See
+    tests/chromium/pyodide_seed.py."""
+    on_the_live_site = {"reader", "base_url"} & set(request.fixturenames)
+    if not on_the_live_site or request.node.get_closest_marker("cold_pyodide"):
+        return
+    page: Page = request.getfixturevalue("page")
+    request.getfixturevalue("pyodide_seed").into(page.context)
 
 
 @pytest.fixture

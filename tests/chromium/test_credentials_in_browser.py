@@ -4,6 +4,7 @@ item holding a secret, and sends nothing when the check cannot run."""
 
 from __future__ import annotations
 
+import pytest
 from browsing import Reader
 from playwright.sync_api import Route, expect
 
@@ -12,6 +13,7 @@ FAKE_AWS_KEY = "AKIAZ7Q3MXV4LR2TN6WB"  # the shape of an AWS access key id, not 
 FAKE_GITHUB_TOKEN = "ghp_" + "x7Kq2MvR9tLpW4zN8cYb3HdF6jS1aE5uG0oT"  # shape only
 
 
+@pytest.mark.cold_pyodide
 def test_pasted_credential_never_leaves_the_browser(reader: Reader, base_url: str) -> None:
     page = reader.page
     page.goto("/")

@@ -335,8 +335,10 @@ def test_instant_navigation_keeps_the_conversation_and_updates_page(reader: Read
     assert first["page"] == "/getting-started/installation/"
     assert second["page"] == "/reference/cli/"
     assert [item["question"] for item in second["history"]] == [COVERED]
-    # The worker and its Pyodide survived the navigation: one of each for both pages.
-    started = [u for u in (r.url for r in reader.requests) if u.endswith(("/worker.js", ".wasm"))]
+    # The worker and its Pyodide survived the navigation: one worker, one boot (each boot
+    # fetches the lock file afresh) for both pages.
+    loaded = [r.url for r in reader.requests]
+    started = [u for u in loaded if u.endswith(("/worker.js", "-lock.json"))]
     assert len(started) == 2, started
 
 

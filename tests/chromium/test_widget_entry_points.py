@@ -172,6 +172,7 @@ def test_each_entry_point_can_be_turned_off(reader: Reader) -> None:
     expect(page.get_by_role("button", name="Not helpful")).to_be_visible()
 
 
+@pytest.mark.cold_pyodide
 def test_a_question_sent_while_pyodide_starts_is_back_in_the_box_after_a_reload(
     reader: Reader,
 ) -> None:

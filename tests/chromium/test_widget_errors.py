@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from browsing import CONTRAST, Reader
 from playwright.sync_api import Page, Route, expect
 
@@ -48,6 +49,7 @@ def test_an_error_is_legible_in_light_and_dark_and_offers_a_retry(reader: Reader
     assert [a["question"] for a in reader.asks()] == [COVERED, COVERED]
 
 
+@pytest.mark.cold_pyodide
 def test_a_blocked_pyodide_file_is_reported_at_once_and_nothing_is_sent(
     reader: Reader,
 ) -> None:

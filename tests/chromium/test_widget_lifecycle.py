@@ -156,6 +156,7 @@ def test_behind_a_path_prefix_the_widget_posts_to_the_sites_own_api(
 # ---------------------------------------------------------------- boot at intent, cache
 
 
+@pytest.mark.cold_pyodide
 def test_pyodide_starts_booting_when_the_pointer_reaches_the_launcher(reader: Reader) -> None:
     page = reader.page
     page.goto("/")
@@ -169,6 +170,7 @@ def test_pyodide_starts_booting_when_the_pointer_reaches_the_launcher(reader: Re
     assert reader.wait_answer().get_attribute("data-kind") == "passages"
 
 
+@pytest.mark.cold_pyodide
 def test_the_next_page_load_boots_pyodide_from_cache_storage(reader: Reader) -> None:
     page = reader.page
     page.goto("/")

@@ -10,6 +10,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from browsing import ANSWER_TIMEOUT_MS, Reader
 from docpilot_runtime.serve.app import create_app
 from docpilot_runtime.settings.load import Settings
@@ -119,6 +120,7 @@ def test_a_runtime_that_stops_mid_session_is_one_clear_state(
     expect(page.locator(".dp-input")).to_have_value("Where does the widget store conversations?")
 
 
+@pytest.mark.cold_pyodide
 def test_a_stalled_pyodide_download_is_reported_like_a_blocked_one(reader: Reader) -> None:
     page = reader.page
     stalled: list[float] = []
