@@ -164,12 +164,14 @@ def pyodide_seed(browser: Browser, site_server: RunningServer) -> Iterator[Pyodi
 
 @pytest.fixture(autouse=True)
 def returning_reader(request: pytest.FixtureRequest) -> None:
-    """A browser test on the live site (`reader`, `base_url`) starts as a returning
-    reader's: Pyodide (and the memory snapshot of its first boot) already in the site's
-    Cache Storage, nothing else kept. Unless the test is marked `cold_pyodide`. See
-    tests/chromium/pyodide_seed.py."""
-    on_the_live_site = {"reader", "base_url"} & set(request.fixturenames)
-    if not on_the_live_site or request.node.get_closest_marker("cold_pyodide"):
+    """A browser test starts as a returning reader's: Pyodide (and the memory snapshot of
+    its first boot) already in the live site's Cache Storage, nothing else kept. Unless
+    the test is marked `cold_pyodide`. See tests/chromium/pyodide_seed.py."""
+    # Only a test that drives Chromium: asking for `page` starts Playwright's event loop
+    # in this process, which the tests after it (asyncio.run) must never find running.
+    # Not the renderer's tests either: their bare page never starts Pyodide.
+    names = set(request.fixturenames)
+    if "page" not in names or "renderer" in names or request.node.get_closest_marker("cold_pyodide"):
         return
     page: Page = request.getfixturevalue("page")
     request.getfixturevalue("pyodide_seed").into(page.context)
