@@ -36,13 +36,12 @@ trap '.venv/bin/python tests/local_engine.py stop "$DOCPILOT_TEST_LOCAL_MODEL_ST
 # The browser/edge core's tests under Pyodide in Node; a failure stops the command here.
 timeout 600 node tools/pyodide/run-tests.mjs
 # Every Python test, as a plain `pytest` from the root runs them, spread over the cores
-# (pytest-xdist: one worker more than cores, as many tests wait on builds, servers and
-# browsers; at most four, as each one collects the whole suite). Each worker
+# (pytest-xdist; at most four workers, as each one collects the whole suite). Each worker
 # gets whole modules, in collection order (their module fixtures set up once), then the
 # Chromium tests one by one, which every worker runs after its other tests (Playwright's
 # sync API keeps an event loop on the main thread): tests/conftest.py's scheduler and
 # tests/chromium/conftest.py. Sites the tests build are built once for all workers
 # (tests/shared_builds.py).
-.venv/bin/python -m pytest -n "$(( $(nproc) + 1 ))" --maxprocesses=4 --dist loadscope "$@"
+.venv/bin/python -m pytest -n auto --maxprocesses=4 --dist loadscope "$@"
 # Every benchmark at its smallest size: they complete and print their tables (no timing asserts).
 .venv/bin/python benchmarks/run --quick

@@ -35,14 +35,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         shutil.rmtree(SCREENSHOTS, ignore_errors=True)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules holding a `long` test first (each worker is handed modules in this order):
-    a test of minutes started last would end the run on one worker while the others
-    wait. The Chromium tests still go after everything (tests/chromium/conftest.py)."""
-    long_modules = {item.path for item in items if item.get_closest_marker("long")}
-    items.sort(key=lambda item: item.path not in long_modules)  # stable: order kept
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadscope`` (scripts/test.sh), with two changes: the Chromium tests are

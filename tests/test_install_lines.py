@@ -135,7 +135,6 @@ def _works(machine: OwnerMachine, folder: Path, venv: Path, label: str) -> str:
 
 # Six new venvs, each installing DocPilot and its dependencies, and five site builds:
 # several minutes on a shared two-core machine.
-@pytest.mark.long
 @pytest.mark.timeout(2400)
 def test_every_documented_install_line_works_on_a_fresh_machine(
     release_build: ReleaseBuild, tmp_path: Path
