@@ -98,6 +98,9 @@ def run_build_job(work: Path) -> ReleaseBuild:
     )
 
 
+PATHS = ("tree", "python", "dist")  # the ReleaseBuild fields a waiting worker reads back
+
+
 @pytest.fixture(scope="session")
 def release_build(tmp_path_factory: pytest.TempPathFactory) -> ReleaseBuild:
     """One build for the whole session: under pytest-xdist, the first worker to ask runs
@@ -116,9 +119,6 @@ def release_build(tmp_path_factory: pytest.TempPathFactory) -> ReleaseBuild:
         fields = {name: str(getattr(built, name)) for name in PATHS}
         done.write_text(json.dumps({**fields, "log": built.log}), encoding="utf-8")
         return built
-
-
-PATHS = ("tree", "python", "dist")
 
 
 __all__ = ["ReleaseBuild", "checkout", "release_build", "workflow"]
