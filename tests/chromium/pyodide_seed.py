@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from browsing import loopback_server
-from playwright.sync_api import Browser, BrowserContext
+from playwright.sync_api import Browser, BrowserContext, Page
 
 CACHE_PREFIX = "docpilot-pyodide-"  # the worker's Cache Storage name (widget/worker.js)
 SNAPSHOT = "docpilot-snapshot.bin"  # its memory snapshot's key, beside the files
@@ -79,13 +79,10 @@ class PyodideSeed:
 
     def into(self, context: BrowserContext) -> None:
         """Give ``context`` this cache, through a page of its own (closed after)."""
-        pattern = f"{self.origin}{SEED_PAGE}**"
-        context.route(pattern, lambda route: route.fulfill(body=BLANK, content_type="text/html"))
         # The snapshot comes from another loopback port: Chromium asks for this first.
         context.grant_permissions(["local-network-access"], origin=self.origin)
-        page = context.new_page()
+        page, pattern = _blank_page(context, self.origin)
         try:
-            page.goto(f"{self.origin}{SEED_PAGE}")
             page.evaluate(
                 PUT_ALL, [self.cache_name, list(self.urls), SNAPSHOT, self.snapshot_source]
             )
@@ -93,6 +90,16 @@ class PyodideSeed:
             page.close()
             context.unroute(pattern)
             context.clear_permissions()  # as a fresh context has them: none
+
+
+def _blank_page(context: BrowserContext, origin: str) -> tuple[Page, str]:
+    """A new page of ``context`` on a blank page of ``origin`` (served by a route, so the
+    site is not loaded), and the route's pattern."""
+    pattern = f"{origin}{SEED_PAGE}**"
+    context.route(pattern, lambda route: route.fulfill(body=BLANK, content_type="text/html"))
+    page = context.new_page()
+    page.goto(f"{origin}{SEED_PAGE}")
+    return page, pattern
 
 
 def _bytes_handler(body: bytes) -> type[http.server.BaseHTTPRequestHandler]:
@@ -117,12 +124,7 @@ def take_seed(browser: Browser, origin: str) -> Iterator[PyodideSeed]:
     its snapshot on loopback for the block."""
     context = browser.new_context()
     try:
-        context.route(
-            f"{origin}{SEED_PAGE}**",
-            lambda route: route.fulfill(body=BLANK, content_type="text/html"),
-        )
-        page = context.new_page()
-        page.goto(f"{origin}{SEED_PAGE}")
+        page, _ = _blank_page(context, origin)
         got = page.evaluate(BOOT_AND_READ, [f"{origin}/docpilot/worker.js", CACHE_PREFIX, SNAPSHOT])
     finally:
         context.close()
