@@ -77,3 +77,36 @@ def test_a_blocked_pyodide_file_is_reported_at_once_and_nothing_is_sent(
     expect(page.locator(".dp-turn .dp-steps")).to_have_count(0)
     assert "… …" not in (page.locator("#dp-panel").text_content() or "")
     assert "secret check" not in (page.locator("#dp-panel").text_content() or "")
+
+
+def test_a_stylesheet_that_fails_once_is_fetched_again_and_the_widget_appears(
+    reader: Reader,
+) -> None:
+    """A dropped connection on docpilot.css (a flaky network, a busy host) must not hide the
+    assistant for the whole page: the widget stays hidden only until its stylesheet is in."""
+    page = reader.page
+    asked: list[str] = []
+
+    def first_fails(route: Route) -> None:
+        asked.append(route.request.url)
+        route.abort("connectionreset") if len(asked) == 1 else route.continue_()
+
+    page.route("**/docpilot/docpilot.css*", first_fails)
+    page.goto("/")
+    expect(page.locator(".dp-launcher")).to_be_visible(timeout=30_000)
+    assert len(asked) == 2, asked
+    reader.open_panel()
+    expect(page.locator(".dp-input")).to_be_visible()
+
+
+def test_a_stylesheet_that_never_loads_is_named_in_the_console(reader: Reader) -> None:
+    """When the stylesheet cannot be had at all (a policy, a blocker), the widget stays out
+    of the page rather than drawing unstyled, and tells the owner why in the console."""
+    page = reader.page
+    page.route("**/docpilot/docpilot.css*", lambda route: route.abort("blockedbyclient"))
+    with page.expect_console_message(
+        lambda msg: msg.type == "warning" and "DocPilot" in msg.text, timeout=30_000
+    ) as said:
+        page.goto("/")
+    assert "docpilot.css" in said.value.text, said.value.text
+    expect(page.locator("#docpilot.dp")).to_be_hidden()

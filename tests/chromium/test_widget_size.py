@@ -12,8 +12,9 @@ from pathlib import Path
 # and copy this page, the AI label and its report path), the skip link, clean Markdown for
 # Copy answer, and table drawing (13.6 KB before it, 16.1 KB after); then about 0.25 KB for
 # GFM tables, strikethrough and task lists drawn from the contract's tree and Copy answer
-# writing them back as Markdown (16.4 KB).
-BUDGET = 16_500
+# writing them back as Markdown (16.4 KB); then about 55 B to fetch the stylesheet once more after a
+# failed load (the widget stays hidden until it is in) and to name it when it never comes.
+BUDGET = 16_600
 
 
 def test_the_built_widget_script_and_stylesheet_stay_within_the_budget_gzipped(

@@ -26,13 +26,17 @@ export class Panel {
     const root = (this.root = el("div", `dp dp--${CONFIG.position === "bottom-left" ? "left" : "right"}`));
     root.id = "docpilot";
     root.hidden = true; // until the stylesheet is in
-    const css = el("link");
-    css.rel = "stylesheet";
-    css.href = new URL("docpilot.css", import.meta.url).href;
-    css.onload = () => (root.hidden = skip.hidden = false);
     // The stylesheet lives in the widget, not <head>: Material's instant navigation
-    // drops head elements the next page does not have.
-    root.append(css);
+    // drops head elements the next page does not have. A load that fails (a dropped
+    // connection) is tried once more a second later; unstyled, the widget stays out.
+    const stylesheet = (retry) => {
+      const css = root.appendChild(el("link"));
+      css.rel = "stylesheet";
+      css.href = new URL("docpilot.css", import.meta.url).href;
+      css.onload = () => (root.hidden = skip.hidden = false);
+      css.onerror = () => (css.remove(), retry ? setTimeout(stylesheet, 1000) : console.warn("DocPilot hidden: no", css.href));
+    };
+    stylesheet(true);
 
     // The owner's title and placeholder, else the strings' in the page's language.
     const title = (this.title = CONFIG.title || T.title);
