@@ -46,6 +46,7 @@ Run: ``.venv/bin/python benchmarks/bench_browser.py [--n 7] [--no-material] [--s
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import http.server
 import json
@@ -59,11 +60,11 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 from playwright.sync_api import (
@@ -97,6 +98,8 @@ GOAL_GZIP_BYTES = 15_000  # "15 KB": widget JS + CSS gzipped, Pyodide excluded
 # Longer than the widget's own 60 s silence timeout, so a turn that hangs ends in the
 # widget's words ("taking too long"), which the failure then reports.
 ANSWER_TIMEOUT_MS = 90_000
+T = TypeVar("T")
+LAUNCHER_TIMEOUT_MS = 30_000  # after the page's load event, which waits for the stylesheet
 BLANK = "/__bench_blank__.html"  # served by the bench's handler, not part of the site
 STRINGS = json.loads((ROOT / "widget" / "i18n" / "en.json").read_text(encoding="utf-8"))
 OFF_TOPIC = "How do I bake sourdough bread?"
@@ -273,6 +276,18 @@ class Trouble:
         else:
             self.fonts += 1
 
+    def report(self) -> None:
+        if self.fonts:
+            print(
+                f"Material's theme asked Google Fonts {self.fonts} times (fails offline; expected)."
+            )
+        if self.lines:
+            print("Trouble seen in the pages:")
+            for line, count in Counter(self.lines).most_common():
+                print(f"- {line}" + (f" (x{count})" if count > 1 else ""))
+        else:
+            print("No console errors, failed requests or requests to other hosts.")
+
     def watch(self, page: Page, where: str) -> None:
         def console(msg: Any) -> None:
             # Failed loads are reported with their URL by the handlers below.
@@ -422,12 +437,32 @@ def open_site_page(
         cdp.send("Network.enable")
         cdp.send("Network.emulateNetworkConditions", network)
     page.goto(url)
-    page.locator(".dp-launcher").wait_for(state="visible")  # the stylesheet is in
+    try:
+        page.locator(".dp-launcher").wait_for(state="visible", timeout=LAUNCHER_TIMEOUT_MS)
+    except PlaywrightTimeout:
+        # The widget stays hidden until its stylesheet is in: say what the page holds.
+        state = page.evaluate(
+            "[...document.querySelectorAll('#docpilot.dp, #docpilot.dp link')]"
+            ".map((e) => `${e.tagName} hidden=${e.hidden} ${e.href || ''}`)"
+        )
+        waited = f"no launcher {LAUNCHER_TIMEOUT_MS // 1000} s after the page loaded"
+        raise TurnFailed(f"{where}: {waited}; the widget: {state}") from None
     return page
 
 
 class TurnFailed(Exception):
-    """The widget drew an error instead of an answer, or drew nothing in time."""
+    """The widget did not appear, drew an error instead of an answer, or drew nothing in
+    time."""
+
+
+def twice(trouble: Trouble, measure: Callable[[], T]) -> T:
+    """``measure()``; when it fails, the failure is reported (Trouble) and it is measured
+    once more, in a new context. A second failure ends the run."""
+    try:
+        return measure()
+    except TurnFailed as failed:
+        trouble.add(f"{failed} (measured again in a new context)")
+        return measure()
 
 
 def submit(page: Page, question: str, *, typed: bool = True, delay: float = 0) -> dict[str, Any]:
@@ -463,21 +498,30 @@ def measure_booted(
     trouble: Trouble,
 ) -> None:
     """Worker already booted: one page, a first question answered, then New chat each time."""
-    with fresh_context(p, browser, "incognito") as context:
-        page = open_site_page(context, base + site.page, trouble, "questions")
-        page.locator(".dp-launcher").click()
-        first = submit(page, site.warmup)
-        samples.note("warm-up", first["kind"])
-        new_chat = page.get_by_role("button", name=STRINGS["new_chat"])
-        for _ in range(n):
-            samples.sample_load()
-            for label, question in (("covered", site.covered), ("off-topic", site.off_topic)):
-                new_chat.click()
-                got = submit(page, question)
-                samples.add(f"ask {label}", got["ms"])
-                samples.add(f"ask {label} (DOM written)", got["dom_ms"])
-                samples.note(f"ask {label}", got["kind"])
-        page.close()
+
+    def one_context() -> list[tuple[str, dict[str, Any]]]:
+        """The warm-up and every sample of one fresh context, returned whole or not at all."""
+        taken: list[tuple[str, dict[str, Any]]] = []
+        with fresh_context(p, browser, "incognito") as context:
+            page = open_site_page(context, base + site.page, trouble, "questions")
+            page.locator(".dp-launcher").click()
+            taken.append(("warm-up", submit(page, site.warmup)))
+            new_chat = page.get_by_role("button", name=STRINGS["new_chat"])
+            for _ in range(n):
+                samples.sample_load()
+                for label, question in (("covered", site.covered), ("off-topic", site.off_topic)):
+                    new_chat.click()
+                    taken.append((label, submit(page, question)))
+            page.close()
+        return taken
+
+    for label, got in twice(trouble, one_context):
+        if label == "warm-up":
+            samples.note(label, got["kind"])
+            continue
+        samples.add(f"ask {label}", got["ms"])
+        samples.add(f"ask {label} (DOM written)", got["dom_ms"])
+        samples.note(f"ask {label}", got["kind"])
 
 
 def kept_fetches(counts: Counter[tuple[str, int]]) -> int:
@@ -528,13 +572,7 @@ def measure_first(
 
     for mode in ("profile",) if paced else MODES:
         for net, network in networks.items():
-            # A turn that fails is reported (Trouble) and its context measured once more;
-            # a second failure ends the run.
-            try:
-                taken = one_context(mode, net, network)
-            except TurnFailed as failed:
-                trouble.add(f"{failed} (measured again in a new context)")
-                taken = one_context(mode, net, network)
+            taken = twice(trouble, functools.partial(one_context, mode, net, network))
             for key, (got, kept) in taken:
                 samples.add(key, got["ms"])
                 samples.note("first", got["kind"])
@@ -736,6 +774,19 @@ def main() -> None:
         f"{os.cpu_count()} CPUs, Chromium {chromium_version()}\n"
     )
     trouble = Trouble()
+    try:
+        measure_sites(sites, networks, args.n, trouble)
+        print(size_report(sites[0]))
+        for site in sites:
+            print(runtime_files(site))
+    finally:  # what the pages showed, also above a traceback
+        trouble.report()
+
+
+def measure_sites(
+    sites: list[Site], networks: dict[str, dict[str, Any] | None], n: int, trouble: Trouble
+) -> None:
+    """Every measurement of each site, ``n`` samples, printed as a report per site."""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
@@ -743,27 +794,14 @@ def main() -> None:
                 samples = Samples()
                 with file_server(site.site_dir, StaticHandler) as base:
                     # Interleaved, so the shared machine's load falls alike on both.
-                    for i in range(args.n):
+                    for i in range(n):
                         measure_boot(p, browser, base, i, samples, trouble)
                         measure_first(p, browser, base, site, samples, trouble, networks)
                         measure_first(p, browser, base, site, samples, trouble, networks, True)
-                    measure_booted(p, browser, base, site, args.n, samples, trouble)
-                print(report(site, samples, args.n, networks), flush=True)
+                    measure_booted(p, browser, base, site, n, samples, trouble)
+                print(report(site, samples, n, networks), flush=True)
         finally:
             browser.close()
-    print(size_report(sites[0]))
-    for site in sites:
-        print(runtime_files(site))
-    if trouble.fonts:
-        print(
-            f"Material's theme asked Google Fonts {trouble.fonts} times (fails offline; expected)."
-        )
-    if trouble.lines:
-        print("Trouble seen in the pages:")
-        for line, count in Counter(trouble.lines).most_common():
-            print(f"- {line}" + (f" (x{count})" if count > 1 else ""))
-    else:
-        print("No console errors, failed requests or requests to other hosts.")
 
 
 def chromium_version() -> str:

@@ -89,10 +89,16 @@ def file_server(
         yield base
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    # socketserver's backlog of 5 is small for a browser that opens six connections at
+    # once, each closed after one reply (HTTP/1.0), on a busy machine.
+    request_queue_size = 128
+
+
 @contextmanager
 def loopback_server(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
     """A threaded HTTP server on a free loopback port for the block; its base URL."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, name="test-server", daemon=True)
     thread.start()
     try:
