@@ -1,7 +1,7 @@
 """The build hooks: the sdist and the wheel carry the pinned Pyodide core as package data.
 
 Before setuptools lists the sdist's files or copies the wheel's package data, `sdist` and
-`build_py` make sure runtime/docpilot_runtime/assets/pyodide/ holds Pyodide's site files
+`build_py` make sure runtime/docpilot_runtime/pyodide-core/ holds Pyodide's site files
 (reduced stdlib, .gz/.br siblings): from node_modules/pyodide when `npm ci` put it there
 (no network), else fetched over HTTPS from the configured npm registry and checked
 against a pinned sha256 (runtime/docpilot_runtime/browser/pyodide_core.py does both). A wheel
@@ -22,7 +22,7 @@ from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 
 HERE = Path(__file__).resolve().parent
-ASSETS = HERE / "runtime" / "docpilot_runtime" / "assets" / "pyodide"
+ASSETS = HERE / "runtime" / "docpilot_runtime" / "pyodide-core"
 
 
 def _core() -> Any:

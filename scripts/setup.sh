@@ -16,7 +16,7 @@ fi
 if command -v npm >/dev/null; then
   npm install --no-audit --no-fund --silent
 fi
-ASSETS=runtime/docpilot_runtime/assets/pyodide
+ASSETS=runtime/docpilot_runtime/pyodide-core
 if ! .venv/bin/python -c "import sys; sys.path.insert(0, 'runtime/docpilot_runtime/browser'); import pyodide_core as c, pathlib; sys.exit(not c.is_prepared(pathlib.Path('$ASSETS')))"; then
   if [ -f node_modules/pyodide/python_stdlib.zip ]; then
     .venv/bin/python runtime/docpilot_runtime/browser/pyodide_core.py --from node_modules/pyodide --into "$ASSETS"

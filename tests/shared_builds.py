@@ -43,7 +43,7 @@ SOURCE = (
     ROOT / "package-lock.json",
 )
 # Not read by a build, or made from what is hashed (the Pyodide files from package-lock).
-SKIPPED_NAMES = {"__pycache__", ".cache", "site", "assets", "test-results", ".pytest_cache"}
+SKIPPED_NAMES = {"__pycache__", ".cache", "site", "pyodide-core", "test-results", ".pytest_cache"}
 RESULT = "build.json"  # written last: its presence says the build is complete
 
 

@@ -16,7 +16,7 @@ and, for static mode, writes ``<site_dir>/docpilot/static.json`` from the bundle
 msgpack either (static mode reads JSON; see `browser`).
 
 Pyodide's binaries are never committed to git. The installed package carries them
-(``docpilot_runtime/assets/pyodide/``, filled by the wheel build or scripts/setup.sh; see
+(``docpilot_runtime/pyodide-core/``, filled by the wheel build or scripts/setup.sh; see
 `pyodide_core`), already reduced and precompressed. A build finds them, in order:
 ``$DOCPILOT_PYODIDE_DIR``; the package's own copy; ``node_modules/pyodide`` in the
 current directory or one above it, or above this package (``npm install
@@ -77,9 +77,9 @@ WHEEL_PACKAGE = "docpilot-browser"  # its name in the lock file, for loadPackage
 BROWSER_PACKAGES = ("shared", "screen", "retrieve", "reply", "bundle")
 BROWSER_ENTRY = ("__init__.py", "browser/__init__.py", "browser/worker.py")
 # The package's own folder: the browser core's sources, and its copy of Pyodide in
-# assets/pyodide/ (node_modules/pyodide is also looked for above it).
+# pyodide-core/ (node_modules/pyodide is also looked for above it).
 CORE_DIR = PACKAGE_DIR = Path(__file__).resolve().parent.parent
-PACKAGED = ("assets", "pyodide")
+PACKAGED = ("pyodide-core",)
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed, so equal sources give equal wheel bytes
 
 Log = Callable[[str], None]
