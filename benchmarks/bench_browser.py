@@ -145,8 +145,10 @@ def mkdocs_build(config: Path) -> float:
     return time.perf_counter() - began
 
 
-def build_example(work: Path = OUT / "example") -> Site:
-    """example-site built in static mode (``endpoint: browser``) in ``work``."""
+def build_example(work: Path) -> Site:
+    """example-site built in static mode (``endpoint: browser``) in ``work``: a folder of
+    the calling script's own, since `benchmarks/run --quick` runs scripts side by side and
+    a build empties the site folder another script may be serving."""
     work.mkdir(parents=True, exist_ok=True)
     config = yaml.safe_load((EXAMPLE_SITE / "mkdocs.yml").read_text(encoding="utf-8"))
     plugins = []
@@ -763,7 +765,7 @@ def main() -> None:
     networks: dict[str, dict[str, Any] | None] = {"local": None} if args.smoke else NETWORKS
     OUT.mkdir(parents=True, exist_ok=True)
 
-    sites = [build_example()]
+    sites = [build_example(OUT / "example")]
     print(f"built example-site in {sites[0].build_seconds:.1f} s", flush=True)
     if not args.no_material:
         sites.append(build_material())

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from bench_browser import build_example
+from bench_browser import HERE, build_example
 from docpilot_runtime.browser.pyodide_core import SITE_FILES, sizes
 from docpilot_runtime.serve.site_files import SiteFiles
 from playwright.sync_api import BrowserContext, sync_playwright
@@ -38,6 +38,7 @@ from starlette.routing import Mount
 THROTTLED = {"offline": False, "latency": 40, "downloadThroughput": 20e6 / 8, "uploadThroughput": 20e6 / 8}
 LOCAL = {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
 QUESTION = "How do I exclude a page from the assistant?"
+OUT = HERE / "out" / "bench_download"
 
 
 class Counted:
@@ -119,7 +120,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="local only, one sample")
     args = parser.parse_args()
     n = 1 if args.smoke else args.n
-    site = build_example()
+    site = build_example(OUT / "example")
     runtime = site.site_dir / "docpilot" / "pyodide"
     print("file, raw / .gz / .br bytes:")
     for name, by in sizes(runtime, SITE_FILES).items():
