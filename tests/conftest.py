@@ -35,6 +35,28 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         shutil.rmtree(SCREENSHOTS, ignore_errors=True)
 
 
+# Modules that share a long session build go to one worker, one after the other: on two
+# cores, a second worker waiting on the first one's lock would leave a core idle.
+ONE_WORKER = {
+    "tests/test_install_lines.py": "the release build",
+    "tests/test_release.py": "the release build",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """ONE_WORKER names every module whose tests use the release build (when they run)."""
+    using = {
+        item.nodeid.split("::", 1)[0]
+        for item in items
+        if "release_build" in getattr(item, "fixturenames", ())
+    }
+    if using and not using <= ONE_WORKER.keys():
+        raise pytest.UsageError(
+            f"tests/conftest.py's ONE_WORKER misses {sorted(using - ONE_WORKER.keys())}, "
+            "which use the release build"
+        )
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadscope`` (scripts/test.sh), with two changes: the Chromium tests are
@@ -48,7 +70,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class ModulesThenBrowserTests(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return nodeid if is_browser_test(nodeid) else nodeid.split("::", 1)[0]
+            if is_browser_test(nodeid):
+                return nodeid
+            module = nodeid.split("::", 1)[0]
+            return ONE_WORKER.get(module, module)
 
     config.option.loadscopereorder = False
     return ModulesThenBrowserTests(config, log)
