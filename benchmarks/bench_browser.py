@@ -98,7 +98,6 @@ GOAL_GZIP_BYTES = 15_000  # "15 KB": widget JS + CSS gzipped, Pyodide excluded
 # Longer than the widget's own 60 s silence timeout, so a turn that hangs ends in the
 # widget's words ("taking too long"), which the failure then reports.
 ANSWER_TIMEOUT_MS = 90_000
-T = TypeVar("T")
 LAUNCHER_TIMEOUT_MS = 30_000  # after the page's load event, which waits for the stylesheet
 BLANK = "/__bench_blank__.html"  # served by the bench's handler, not part of the site
 STRINGS = json.loads((ROOT / "widget" / "i18n" / "en.json").read_text(encoding="utf-8"))
@@ -457,6 +456,9 @@ class TurnFailed(Exception):
     time."""
 
 
+T = TypeVar("T")
+
+
 def twice(trouble: Trouble, measure: Callable[[], T]) -> T:
     """``measure()``; when it fails, the failure is reported (Trouble) and it is measured
     once more, in a new context. A second failure ends the run."""
@@ -467,10 +469,12 @@ def twice(trouble: Trouble, measure: Callable[[], T]) -> T:
         return measure()
 
 
-def submit(page: Page, question: str, *, typed: bool = True, delay: float = 0) -> dict[str, Any]:
+def submit(
+    page: Page, where: str, question: str, *, typed: bool = True, delay: float = 0
+) -> dict[str, Any]:
     """Type ``question`` into the open panel (``delay`` ms a character), press Enter; wait
-    for its final draw. Raises TurnFailed, with what the panel showed, when it is not an
-    answer."""
+    for its final draw. Raises TurnFailed, naming the sample ``where`` and what the panel
+    showed, when it is not an answer."""
     page.evaluate("window.__bench.done = []; window.__bench.enter = null")
     box = page.locator(".dp-input")
     if typed:
@@ -483,10 +487,10 @@ def submit(page: Page, question: str, *, typed: bool = True, delay: float = 0) -
     except PlaywrightTimeout:
         shown = page.locator(".dp-turn").last.inner_text(timeout=5_000)
         waited = f"nothing drawn {ANSWER_TIMEOUT_MS // 1000} s after Enter"
-        raise TurnFailed(f"{waited}; the panel: {shown!r}") from None
+        raise TurnFailed(f"{where}: {waited}; the panel: {shown!r}") from None
     done = page.evaluate("window.__bench.done[0]")
     if done["kind"] == "failed":
-        raise TurnFailed(f"the widget said: {done['text']!r}")
+        raise TurnFailed(f"{where}: the widget said: {done['text']!r}")
     return {"ms": done["frame"] - done["enter"], "dom_ms": done["dom"] - done["enter"], **done}
 
 
@@ -507,13 +511,13 @@ def measure_booted(
         with fresh_context(p, browser, "incognito") as context:
             page = open_site_page(context, base + site.page, trouble, "questions")
             page.locator(".dp-launcher").click()
-            taken.append(("warm-up", submit(page, site.warmup)))
+            taken.append(("warm-up", submit(page, "questions: warm-up", site.warmup)))
             new_chat = page.get_by_role("button", name=STRINGS["new_chat"])
             for _ in range(n):
                 samples.sample_load()
                 for label, question in (("covered", site.covered), ("off-topic", site.off_topic)):
                     new_chat.click()
-                    taken.append((label, submit(page, question)))
+                    taken.append((label, submit(page, f"questions: {label}", question)))
             page.close()
         return taken
 
@@ -563,10 +567,7 @@ def measure_first(
                 if paced:
                     page.locator(".dp-launcher").hover()
                 page.locator(".dp-launcher").click()
-                try:
-                    got = submit(page, site.covered, typed=paced, delay=TYPING_DELAY_MS)
-                except TurnFailed as failed:
-                    raise TurnFailed(f"{key}: {failed}") from None
+                got = submit(page, key, site.covered, typed=paced, delay=TYPING_DELAY_MS)
                 kept = kept_fetches(StaticHandler.take_counts())
                 taken.append((key, (got, kept)))
                 page.close()

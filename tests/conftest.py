@@ -14,7 +14,12 @@ import yaml
 from browsing import SCREENSHOTS, is_browser_test
 from corpora import EXAMPLE_SITE, MATERIAL, SiteFactory, mkdocs_build
 from devset_sites import BuiltSites
+
+# fresh_site, local_model, release_build: session fixtures of several modules, defined
+# once here (a module importing one would hold a definition, and a build, of its own).
+from fresh_install import fresh_site  # noqa: F401
 from local_engine import local_model  # noqa: F401  (the real_model tests' engine)
+from release_build import release_build  # noqa: F401
 from shared_builds import SharedBuild, SharedSite, SiteBuilds, reduced_site
 
 
@@ -35,8 +40,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         shutil.rmtree(SCREENSHOTS, ignore_errors=True)
 
 
-# Modules that share a long session build go to one worker, one after the other: on two
-# cores, a second worker waiting on the first one's lock would leave a core idle.
+# Modules that share a long session build go to one worker, one after the other, so the
+# build runs once (each xdist worker has its own session fixtures).
 ONE_WORKER = {
     "tests/test_install_lines.py": "the release build",
     "tests/test_release.py": "the release build",

@@ -8,8 +8,6 @@ the install tests. Built once per test session (`release_build`)."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +18,6 @@ from typing import Any
 import pytest
 import yaml
 from corpora import ROOT
-from filelock import FileLock
 
 WORKFLOW = ROOT / ".github" / "workflows" / "release.yml"
 
@@ -98,27 +95,11 @@ def run_build_job(work: Path) -> ReleaseBuild:
     )
 
 
-PATHS = ("tree", "python", "dist")  # the ReleaseBuild fields a waiting worker reads back
-
-
 @pytest.fixture(scope="session")
 def release_build(tmp_path_factory: pytest.TempPathFactory) -> ReleaseBuild:
-    """One build for the whole session: under pytest-xdist, the first worker to ask runs
-    the job in the folder all workers share, the others wait on its lock and read it.
-    Tests only read what it made (the install tests copy its files)."""
-    base = tmp_path_factory.getbasetemp()
-    # A worker's folder is popen-gwN in the session's folder; without xdist, the session's.
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    work, done = shared / "release", shared / "release.json"
-    with FileLock(f"{done}.lock"):
-        if done.is_file():
-            fields = json.loads(done.read_text(encoding="utf-8"))
-            return ReleaseBuild(*(Path(fields[name]) for name in PATHS), log=fields["log"])
-        work.mkdir()
-        built = run_build_job(work)
-        fields = {name: str(getattr(built, name)) for name in PATHS}
-        done.write_text(json.dumps({**fields, "log": built.log}), encoding="utf-8")
-        return built
+    """Once per session: under pytest-xdist, the modules that use it run on one worker
+    (tests/conftest.py's ONE_WORKER), so no two workers build it."""
+    return run_build_job(tmp_path_factory.mktemp("release"))
 
 
 __all__ = ["ReleaseBuild", "checkout", "release_build", "workflow"]

@@ -11,9 +11,7 @@ import brotli
 import pytest
 from docpilot_runtime.browser.pyodide_core import SITE_FILES, STDLIB_MODULES, STDLIB_NAME
 from docpilot_runtime.index.cache import default_cache_dir
-from fresh_install import FreshSite, fresh_site
-
-__all__ = ["fresh_site"]
+from fresh_install import FreshSite
 
 
 # Building the wheel and installing it with its dependencies into a fresh venv takes

@@ -25,9 +25,7 @@ from pathlib import Path
 import pytest
 from fresh_install import check_dist
 from install_lines import REPOSITORY, InstallLine, documented_install_lines, stand_in
-from release_build import ReleaseBuild, release_build
-
-__all__ = ["release_build"]
+from release_build import ReleaseBuild
 
 BASH = shutil.which("bash") or "/bin/bash"  # found here: the owner's PATH holds only the venv
 

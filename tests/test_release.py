@@ -17,9 +17,7 @@ import trove_classifiers
 from corpora import ROOT
 from docpilot_runtime.browser.pyodide_core import PYODIDE_VERSION, SITE_FILES
 from fresh_install import check_dist
-from release_build import ReleaseBuild, checkout, release_build, workflow
-
-__all__ = ["release_build"]
+from release_build import ReleaseBuild, checkout, workflow
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PACKAGED = [

@@ -12,10 +12,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from browsing import Reader
-from fresh_install import FreshSite, fresh_site
+from fresh_install import FreshSite
 from playwright.sync_api import Page
-
-__all__ = ["fresh_site"]
 
 
 @pytest.fixture

@@ -30,11 +30,9 @@ import httpx
 import pytest
 import yaml
 from corpora import EXAMPLE_SITE, ROOT
-from fresh_install import FreshSite, fresh_site
+from fresh_install import FreshSite
 from install_lines import stand_in
 from servers.processes import free_port
-
-__all__ = ["fresh_site"]
 
 DEPLOY = EXAMPLE_SITE / "deploy"
 QUESTION = {"question": "How do I exclude a page from the assistant?"}
