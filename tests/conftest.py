@@ -41,7 +41,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 # Modules that share a long session build go to one worker, one after the other, so the
-# build runs once (each xdist worker has its own session fixtures).
+# build runs once (each xdist worker has its own session fixtures). They are the longest
+# run of one worker (about four minutes), so they go first: started last, they would be
+# the end of the session, one worker busy and the others done.
 ONE_WORKER = {
     "tests/test_install_lines.py": "the release build",
     "tests/test_release.py": "the release build",
@@ -49,7 +51,8 @@ ONE_WORKER = {
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """ONE_WORKER names every module whose tests use the release build (when they run)."""
+    """ONE_WORKER names every module whose tests use the release build (when they run);
+    its modules' tests are moved to the front."""
     using = {
         item.nodeid.split("::", 1)[0]
         for item in items
@@ -60,6 +63,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"tests/conftest.py's ONE_WORKER misses {sorted(using - ONE_WORKER.keys())}, "
             "which use the release build"
         )
+    first = [item for item in items if item.nodeid.split("::", 1)[0] in ONE_WORKER]
+    items[:] = first + [item for item in items if item not in first]
 
 
 @pytest.hookimpl(optionalhook=True)
