@@ -18,7 +18,7 @@ npm install --no-audit --no-fund --silent
 # core) is made while the steps below run, none of which reads it; pytest waits for it.
 bash scripts/pyodide-core.sh &
 CORE=$!
-STOP_CORE='pkill -P "$CORE" 2>/dev/null; kill "$CORE" 2>/dev/null; true'
+STOP_CORE='{ pkill -P "$CORE"; kill "$CORE"; } 2>/dev/null || true'
 trap "$STOP_CORE" EXIT
 # The wheels for the browser-core tests under Pyodide, cached in .cache/ (gitignored).
 .venv/bin/python -m pip download -qq --disable-pip-version-check --no-deps --only-binary=:all: \
@@ -43,16 +43,12 @@ trap "$STOP_CORE"'; .venv/bin/python tests/local_engine.py stop "$DOCPILOT_TEST_
 timeout 600 node tools/pyodide/run-tests.mjs
 wait "$CORE"
 # Every Python test, as a plain `pytest` from the root runs them, spread over the cores
-# (pytest-xdist): one worker more than there are cores, at most four (each one collects
-# the whole suite). With one per core, the cores sat idle about a fifth of the time
-# outside the Chromium tests (vmstat): tests wait on servers' timeouts, subprocesses and
-# the package index. Each worker gets whole modules, in collection order (their
-# module fixtures set up once; the longest, the release build's, first), then the
-# Chromium tests one by one, which every worker runs after its other tests (Playwright's
-# sync API keeps an event loop on the main thread): tests/conftest.py's scheduler and
-# tests/chromium/conftest.py. Sites the tests build are built once for all workers
-# (tests/shared_builds.py).
-WORKERS=$(( $(nproc) + 1 ))
-.venv/bin/python -m pytest -n "$(( WORKERS < 4 ? WORKERS : 4 ))" --dist loadscope "$@"
+# (pytest-xdist; at most four workers, as each one collects the whole suite). Each worker
+# gets whole modules, in collection order (their module fixtures set up once; the
+# longest, the release build's, first), then the Chromium tests one by one, which every
+# worker runs after its other tests (Playwright's sync API keeps an event loop on the
+# main thread): tests/conftest.py's scheduler and tests/chromium/conftest.py. Sites the
+# tests build are built once for all workers (tests/shared_builds.py).
+.venv/bin/python -m pytest -n auto --maxprocesses=4 --dist loadscope "$@"
 # Every benchmark at its smallest size: they complete and print their tables (no timing asserts).
 .venv/bin/python benchmarks/run --quick
