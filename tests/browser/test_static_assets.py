@@ -596,11 +596,12 @@ window.send = (message) => new Promise((done) => {
 
 def _drive_worker(base: str, messages: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
     """Post ``messages`` to the worker from a page at ``base``; (replies, requested paths)."""
+    from browsing import CHROMIUM
     from playwright.sync_api import sync_playwright
 
     requested: list[str] = []
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path="/usr/bin/chromium")
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM))
         try:
             page = chromium.new_page()
             page.on("request", lambda r: requested.append(r.url.removeprefix(base)))

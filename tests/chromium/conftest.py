@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from browsing import (
+    CHROMIUM,
     RECORD_PROGRESS,
     SLOW_STREAM,
     Reader,
@@ -48,8 +49,6 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
-
-CHROMIUM = Path("/usr/bin/chromium")
 
 
 @pytest.hookimpl(trylast=True)
@@ -79,10 +78,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Debian's Chromium (playwright's own download is not available here), offline:
-    every host name but 127.0.0.1 fails to resolve."""
+    """Debian's headless Chromium (playwright's own download is not available here),
+    offline: every host name but 127.0.0.1 fails to resolve."""
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (scripts/test.sh does)")
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's chromium-headless-shell "
+            "(scripts/test.sh does)"
+        )
     return {
         **browser_type_launch_args,
         "executable_path": str(CHROMIUM),
