@@ -280,6 +280,24 @@ def test_a_rejected_link_shows_its_label_only(link: str) -> None:
     assert text_of(result.blocks) == "See label [1]"
 
 
+@pytest.mark.parametrize(
+    ("block", "seen"),
+    [
+        # Found by the hostile-answers property test in Chromium: the standard library's
+        # HTML parser raises AssertionError on a "<![" it cannot name.
+        ("<script>alert(1)</script><![```", "alert(1)"),
+        (f"<div>before<![ x]>after {ASK}</div>", "beforeafter [1]"),
+        (f"<div>a<![foo bar]>b {ASK}</div>", "ab [1]"),
+        (f"<div>kept<![if x]>shown<![endif]> {ASK}</div>", "keptshown [1]"),
+    ],
+)
+def test_an_unnamed_marked_section_in_html_is_a_comment_as_in_a_browser(
+    block: str, seen: str
+) -> None:
+    result = check(f"Intro {ASK}.\n\n{block}")
+    assert text_of(result.blocks[1:]) == seen
+
+
 def test_html_and_markers_inside_code_stay_verbatim() -> None:
     result = check(f"Use `<b>{ASK}</b>` here {ASK}.\n\n```html\n<i>[[x]]</i>\n```")
     assert text_of(result.blocks) == f"Use <b>{ASK}</b> here [1].<i>[[x]]</i>\n"

@@ -56,6 +56,17 @@ class _TextContent(HTMLParser):
     def handle_charref(self, name: str) -> None:
         self._reference(f"&#{name};")
 
+    def parse_marked_section(self, i: int, report: bool = True) -> int:
+        """``<![`` in HTML content is, for a browser, a comment up to the next ``>`` (to
+        the end of the fragment, which `text_content` reads whole, when none follows).
+        The standard library reads it as an SGML marked section and raises
+        AssertionError on a name it does not know, or none (``<![ x``)."""
+        try:
+            return super().parse_marked_section(i, report)
+        except AssertionError:
+            end = self.rawdata.find(">", i + 3)
+            return len(self.rawdata) if end < 0 else end + 1
+
 
 def text_content(markup: str) -> str:
     """The text an HTML fragment holds, lines trimmed, blank lines dropped."""
