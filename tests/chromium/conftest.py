@@ -50,6 +50,9 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
+# Markers of the longest browser tests: a cold Pyodide boot, a real model's turn.
+LONG = ("cold_pyodide", "real_model")
+
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -73,6 +76,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             "browsing.is_browser_test disagrees with the tests that use `page`: "
             + ", ".join(sorted(named ^ {item.nodeid for item in browser})[:5])
         )
+    # The longest first (LONG: 10-25 s each), so the session does not end on one of them
+    # with the other workers done.
+    browser.sort(key=lambda item: not any(item.get_closest_marker(m) for m in LONG))
     items[:] = [item for item in items if item not in browser] + browser
 
 
