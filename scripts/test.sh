@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Python deps, Debian's chromium and its headless
 # shell, the npm Pyodide), then lint, type-check, run the browser core's tests under
-# Pyodide and the whole test suite, then the benchmarks' smoke (`benchmarks/run --quick`).
+# Pyodide and the whole test suite, with the benchmarks' smoke (`benchmarks/run --quick`)
+# beside it.
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
