@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need (Python deps, Debian's chromium and its headless
 # shell, the npm Pyodide), then lint, type-check, run the browser core's tests under
-# Pyodide and the whole test suite, then the benchmarks' smoke (`benchmarks/run --quick`).
+# Pyodide and the whole test suite, with the benchmarks' smoke (`benchmarks/run --quick`)
+# beside it.
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,7 @@ ENGINE_STATE="$PWD/.cache/test-local-model.json"
 # there is nothing to stop; `|| true`, as `set -e` holds in a trap too).
 stop_started() {
   { pkill -P "$CORE"; kill "$CORE"; } 2>/dev/null || true
+  [ -z "${BENCH:-}" ] || kill -- "-$BENCH" 2>/dev/null || true
   .venv/bin/python tests/local_engine.py stop "$ENGINE_STATE" || true
   bash scripts/postgres.sh stop || true
 }
@@ -49,6 +51,16 @@ export DOCPILOT_TEST_LOCAL_MODEL_STATE="$ENGINE_STATE"
 # The browser/edge core's tests under Pyodide in Node; a failure stops the command here.
 timeout 600 node tools/pyodide/run-tests.mjs
 wait "$CORE"
+# Every benchmark at its smallest size (they complete and print their tables; no timing
+# asserts), beside pytest at the lowest CPU priority: they take the cycles pytest's waits
+# (timeouts under test, the local model, servers starting) leave idle, and pytest keeps
+# the cores whenever it can use them. Their output follows pytest's. In a session of
+# their own (so one kill stops them all), whose scheduler group (Linux's autogroup, where
+# enabled) is lowered too: a nice value alone only ranks processes of one group.
+SMOKES="$PWD/.cache/benchmark-smokes.log"
+setsid bash -c '{ echo 19 >/proc/self/autogroup; } 2>/dev/null || true
+  exec nice -n 19 .venv/bin/python benchmarks/run --quick' >"$SMOKES" 2>&1 &
+BENCH=$!
 # Every Python test, as a plain `pytest` from the root runs them, spread over the cores
 # (pytest-xdist; at most four workers, as each one collects the whole suite). Each worker
 # gets whole modules, in collection order (their module fixtures set up once; the
@@ -57,5 +69,7 @@ wait "$CORE"
 # main thread): tests/conftest.py's scheduler and tests/chromium/conftest.py. Sites the
 # tests build are built once for all workers (tests/shared_builds.py).
 .venv/bin/python -m pytest -n auto --maxprocesses=4 --dist loadscope "$@"
-# Every benchmark at its smallest size: they complete and print their tables (no timing asserts).
-.venv/bin/python benchmarks/run --quick
+smokes=0
+wait "$BENCH" || smokes=$?
+cat "$SMOKES"
+exit "$smokes"
