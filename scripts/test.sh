@@ -14,9 +14,10 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromium-headless-shell ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-headless-shell >/dev/null
 fi
+# The browser core's tests run under Node, with the pinned Pyodide that setup.sh's
+# `npm install` puts in node_modules (package.json, package-lock.json).
+command -v npm >/dev/null || { echo "scripts/test.sh: needs Node and npm on PATH" >&2; exit 1; }
 bash scripts/setup.sh --no-pyodide-core
-# The pinned Pyodide (package.json, package-lock.json) for the browser runtime and its tests.
-npm install --no-audit --no-fund --silent
 # The Pyodide core an editable install serves (reduced, precompressed: half a minute of one
 # core) is made while the steps below run, none of which reads it; pytest waits for it.
 bash scripts/pyodide-core.sh &
