@@ -94,20 +94,24 @@ async def run_load(
 ) -> list[TurnOutcome]:
     """``turns`` turns from ``concurrency`` readers streaming at once, each reader asking
     again as soon as its answer arrives (from ``local_address`` when given: loopback has
-    all of 127.0.0.0/8, so readers can come from several client addresses)."""
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    transport = httpx.AsyncHTTPTransport(limits=limits, local_address=local_address)
+    all of 127.0.0.0/8, so readers can come from several client addresses).
+
+    Each reader has a client and one connection of its own, as each reader's browser
+    does. (One client pooling every reader's connection would also cost this process
+    time quadratic in the readers: httpcore scans its whole pool for each request.)"""
     outcomes: list[TurnOutcome] = []
     left = turns
 
-    async def reader(client: httpx.AsyncClient) -> None:
+    async def reader() -> None:
         nonlocal left
-        while left > 0:
-            left -= 1
-            outcomes.append(await one_turn(client, base_url, question))
+        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        transport = httpx.AsyncHTTPTransport(limits=one, local_address=local_address)
+        async with httpx.AsyncClient(transport=transport, timeout=timeout) as client:
+            while left > 0:
+                left -= 1
+                outcomes.append(await one_turn(client, base_url, question))
 
-    async with httpx.AsyncClient(transport=transport, timeout=timeout) as client:
-        await asyncio.gather(*(reader(client) for _ in range(concurrency)))
+    await asyncio.gather(*(reader() for _ in range(concurrency)))
     return outcomes
 
 
