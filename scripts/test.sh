@@ -6,6 +6,11 @@
 # Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# This command starts hundreds of Python processes (pytest's workers, mkdocs builds,
+# servers, pip, the benchmark smokes), and each compiles every module it imports unless
+# Python may keep the compiled code. Some machines forbid that (PYTHONDONTWRITEBYTECODE,
+# set on ours); here it is allowed, in the __pycache__ folders git ignores.
+unset PYTHONDONTWRITEBYTECODE
 
 # Debian's Chromium: its headless build for the tests, the full browser for the
 # benchmarks, which time what readers get.
