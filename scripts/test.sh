@@ -72,12 +72,12 @@ BENCH=$!
 # Every Python test, as a plain `pytest` from the root runs them, on one pytest-xdist
 # worker more than there are cores (at most four, as each one collects the whole suite):
 # many tests wait (for timeouts under test, a restart's backoff, a browser), and the
-# extra worker runs meanwhile. Each worker
-# gets whole modules, in collection order (their module fixtures set up once; the
-# longest, the release build's, first), then the Chromium tests one by one, which every
-# worker runs after its other tests (Playwright's sync API keeps an event loop on the
-# main thread): tests/conftest.py's scheduler and tests/chromium/conftest.py. Sites the
-# tests build are built once for all workers (tests/shared_builds.py).
+# extra worker runs meanwhile. Each worker gets whole modules, in collection order (their
+# module fixtures set up once; the longest, the release build's, first), then the
+# Chromium tests one by one, which every worker runs after its other tests (Playwright's
+# sync API keeps an event loop on the main thread): tests/conftest.py's scheduler and
+# tests/chromium/conftest.py. Sites the tests build are built once for all workers
+# (tests/shared_builds.py).
 WORKERS=$(( $(nproc) + 1 ))
 .venv/bin/python -m pytest -n "$WORKERS" --maxprocesses=4 --dist loadscope "$@"
 smokes=0
