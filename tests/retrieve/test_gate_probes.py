@@ -13,16 +13,19 @@ non-English sets) against every probe of its own corpus, built for real.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from corpora import ROOT
+from devset_sites import BuiltSites
 from docpilot_runtime.bundle.read import load_bundle
 from docpilot_runtime.evaluate.questions import load_questions
+from docpilot_runtime.index.build import index_site
 from docpilot_runtime.index.calibrate import probe_sets
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
-from shared_builds import SiteBuilds, reduced_site
+from docpilot_runtime.settings.index import IndexOptions, embedder_spec
 
 DEVSETS = ROOT / "benchmarks" / "devsets"
 # Every corpus with a dev set but example-site (built by its own fixture): the sets from
@@ -77,20 +80,22 @@ def test_variant_rule_catches_one_replaced_word_and_nothing_more() -> None:
     assert not is_variant("怎么升级到新版本？", "北京有哪些好吃的餐厅？")
 
 
-def corpus_site(corpus: str, example_site: Path, site_builds: SiteBuilds) -> Path:
-    """The corpus built for real, lexical only (the probes need its units and its index):
-    a shared build, one corpus per test, so each stays within the per-test timeout."""
+def corpus_site(corpus: str, example_site: Path, built_sites: BuiltSites, work: Path) -> Path:
+    """The corpus as the dev-set tests build it (its own mkdocs.yml: the pages the
+    benchmarks measure), indexed lexical only in a copy: the probes need its units and
+    its index."""
     if corpus == "example-site":
         return example_site
-    source = ROOT / "benchmarks" / "corpora" / corpus
-    return reduced_site(site_builds, source, {"embedder": "none"})
+    site = Path(shutil.copytree(built_sites[corpus], work / "site", symlinks=True))
+    index_site(site, IndexOptions(embedder=embedder_spec("none", "test"), cache_dir=str(work)))
+    return site
 
 
 @pytest.mark.parametrize("corpus", ["example-site", *OUTSIDE])
 def test_no_devset_question_is_a_probe_or_a_variant_of_one(
-    corpus: str, example_site: Path, site_builds: SiteBuilds
+    corpus: str, example_site: Path, built_sites: BuiltSites, tmp_path: Path
 ) -> None:
-    bundle = load_bundle(corpus_site(corpus, example_site, site_builds))
+    bundle = load_bundle(corpus_site(corpus, example_site, built_sites, tmp_path))
     probes = probe_sets(bundle.units, NumpyLexical(bundle.lexical))
     assert all(probes.values()), probes  # every set exists, so the check below means something
     texts = devset_texts(corpus)
