@@ -60,11 +60,10 @@ wait "$CORE"
 # Every benchmark at its smallest size (they complete and print their tables; no timing
 # asserts), beside pytest at the lowest CPU priority, in the cycles pytest's waits leave
 # idle (timeouts under test, the local model, servers starting); their output follows
-# pytest's. (On a fresh clone with two pytest workers, the command took 12.3-12.7 min so,
-# against 13.8 with the smokes after pytest.)
-# In a session of their own (so one kill stops them all), whose scheduler group (Linux's
-# autogroup, where enabled) is lowered too: a nice value only ranks processes of one
-# group. (The browsers Playwright starts are sessions of their own, at normal priority.)
+# pytest's (benchmarks/README.md has the timings). In a session of their own (so one kill
+# stops them all), whose scheduler group (Linux's autogroup, where enabled) is lowered
+# too: a nice value only ranks processes of one group. (The browsers Playwright starts
+# are sessions of their own, at normal priority.)
 SMOKES="$PWD/.cache/benchmark-smokes.log"
 setsid bash -c '{ echo 19 >/proc/self/autogroup; } 2>/dev/null || true
   exec nice -n 19 .venv/bin/python benchmarks/run --quick' >"$SMOKES" 2>&1 &

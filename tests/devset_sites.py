@@ -3,6 +3,7 @@ text come from MkDocs alone), once for every process of a session (shared_builds
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 from corpora import EXAMPLE_SITE, MKDOCS_ENV, ROOT
+from docpilot_runtime.bundle.schema import Bundle
+from docpilot_runtime.index.build import index_site
+from docpilot_runtime.settings.index import IndexOptions, embedder_spec
 from shared_builds import SiteBuilds
 
 DEVSETS_DIR = ROOT / "benchmarks" / "devsets"
@@ -57,3 +61,12 @@ class BuiltSites:
             return done
 
         return self.builds.get({"devset corpus": name}, build, inputs=[corpus]).site
+
+    def indexed_copy(self, name: str, work: Path) -> tuple[Path, Bundle]:
+        """The corpus's build copied into ``work`` (indexing writes its files into the
+        site) and indexed lexical only: the copy and its bundle."""
+        site = Path(shutil.copytree(self[name], work / "site", symlinks=True))
+        options = IndexOptions(embedder=embedder_spec("none", "test"), cache_dir=str(work / "cache"))
+        bundle = index_site(site, options).bundle
+        assert bundle is not None, f"indexing {name} wrote no bundle"
+        return site, bundle

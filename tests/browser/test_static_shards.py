@@ -11,18 +11,15 @@ be a part of the index, not all of it.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from devset_sites import DEVSETS_DIR, devset_names
+from devset_sites import DEVSETS_DIR, BuiltSites, devset_names
 from docpilot_runtime.browser import worker
 from docpilot_runtime.browser.install import write_sharded_index, write_static_index
 from docpilot_runtime.bundle.schema import BundleError
 from docpilot_runtime.bundle.shards import MANIFEST_NAME, SHARDS_DIR, shard_of
-from docpilot_runtime.index.build import index_site
-from docpilot_runtime.settings.index import IndexOptions, embedder_spec
 
 
 def _bodies(name: str) -> list[dict[str, Any]]:
@@ -58,24 +55,15 @@ def _ask_sharded(body: dict[str, Any], root: Path, fetched: dict[str, int]) -> d
     raise AssertionError(f"still asking for files after 8 rounds: {body}")
 
 
-def _private_copy(site: Path, tmp_path: Path) -> Path:
-    """The shared build copied: indexing writes the bundle and static files into it."""
-    return Path(shutil.copytree(site, tmp_path / "site", symlinks=True))
-
-
 def _without_turn_id(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "turn_id"}
 
 
 @pytest.mark.parametrize("name", devset_names())
 def test_sharded_index_answers_every_dev_set_question_like_the_whole_file(
-    name: str, built_sites: dict[str, Path], tmp_path: Path
+    name: str, built_sites: BuiltSites, tmp_path: Path
 ) -> None:
-    site = _private_copy(built_sites[name], tmp_path)
-    options = IndexOptions(
-        embedder=embedder_spec("none", "test"), cache_dir=str(tmp_path / "cache")
-    )
-    bundle = index_site(site, options).bundle
+    site, bundle = built_sites.indexed_copy(name, tmp_path)
     static = write_static_index(site, bundle)
     manifest = write_sharded_index(site, bundle, precompress=False)
     root = site / "docpilot" / SHARDS_DIR
@@ -96,13 +84,9 @@ def test_sharded_index_answers_every_dev_set_question_like_the_whole_file(
 
 
 def test_shard_files_are_content_addressed_and_equal_bundles_give_equal_files(
-    built_sites: dict[str, Path], tmp_path: Path
+    built_sites: BuiltSites, tmp_path: Path
 ) -> None:
-    site = _private_copy(built_sites["httpx"], tmp_path)
-    options = IndexOptions(
-        embedder=embedder_spec("none", "test"), cache_dir=str(tmp_path / "cache")
-    )
-    bundle = index_site(site, options).bundle
+    site, bundle = built_sites.indexed_copy("httpx", tmp_path)
     root = site / "docpilot" / SHARDS_DIR
     write_sharded_index(site, bundle)
     first = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
@@ -123,12 +107,9 @@ def test_shard_files_are_content_addressed_and_equal_bundles_give_equal_files(
     assert shard_of("système", len(shards)) == shard_of("systemd", len(shards))
 
 
-def test_a_broken_shard_is_named_in_the_error(built_sites: dict[str, Path], tmp_path: Path) -> None:
-    site = _private_copy(built_sites["uvicorn"], tmp_path)
-    options = IndexOptions(
-        embedder=embedder_spec("none", "test"), cache_dir=str(tmp_path / "cache")
-    )
-    manifest = write_sharded_index(site, index_site(site, options).bundle, precompress=False)
+def test_a_broken_shard_is_named_in_the_error(built_sites: BuiltSites, tmp_path: Path) -> None:
+    site, bundle = built_sites.indexed_copy("uvicorn", tmp_path)
+    manifest = write_sharded_index(site, bundle, precompress=False)
     worker.load_manifest(manifest.read_bytes())
     need = json.loads(worker.ask_sharded(json.dumps({"question": "How do I run uvicorn?"})))
     name = need["need"][0]

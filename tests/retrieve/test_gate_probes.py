@@ -13,7 +13,6 @@ non-English sets) against every probe of its own corpus, built for real.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -21,11 +20,10 @@ import pytest
 from corpora import ROOT
 from devset_sites import BuiltSites
 from docpilot_runtime.bundle.read import load_bundle
+from docpilot_runtime.bundle.schema import Bundle
 from docpilot_runtime.evaluate.questions import load_questions
-from docpilot_runtime.index.build import index_site
 from docpilot_runtime.index.calibrate import probe_sets
 from docpilot_runtime.scoring.lexical_numpy import NumpyLexical
-from docpilot_runtime.settings.index import IndexOptions, embedder_spec
 
 DEVSETS = ROOT / "benchmarks" / "devsets"
 # Every corpus with a dev set but example-site (built by its own fixture): the sets from
@@ -80,22 +78,19 @@ def test_variant_rule_catches_one_replaced_word_and_nothing_more() -> None:
     assert not is_variant("怎么升级到新版本？", "北京有哪些好吃的餐厅？")
 
 
-def corpus_site(corpus: str, example_site: Path, built_sites: BuiltSites, work: Path) -> Path:
+def corpus_bundle(corpus: str, example_site: Path, built_sites: BuiltSites, work: Path) -> Bundle:
     """The corpus as the dev-set tests build it (its own mkdocs.yml: the pages the
-    benchmarks measure), indexed lexical only in a copy: the probes need its units and
-    its index."""
+    benchmarks measure), indexed lexical only: the probes need its units and its index."""
     if corpus == "example-site":
-        return example_site
-    site = Path(shutil.copytree(built_sites[corpus], work / "site", symlinks=True))
-    index_site(site, IndexOptions(embedder=embedder_spec("none", "test"), cache_dir=str(work)))
-    return site
+        return load_bundle(example_site)
+    return built_sites.indexed_copy(corpus, work)[1]
 
 
 @pytest.mark.parametrize("corpus", ["example-site", *OUTSIDE])
 def test_no_devset_question_is_a_probe_or_a_variant_of_one(
     corpus: str, example_site: Path, built_sites: BuiltSites, tmp_path: Path
 ) -> None:
-    bundle = load_bundle(corpus_site(corpus, example_site, built_sites, tmp_path))
+    bundle = corpus_bundle(corpus, example_site, built_sites, tmp_path)
     probes = probe_sets(bundle.units, NumpyLexical(bundle.lexical))
     assert all(probes.values()), probes  # every set exists, so the check below means something
     texts = devset_texts(corpus)
