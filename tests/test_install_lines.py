@@ -28,6 +28,11 @@ from install_lines import REPOSITORY, InstallLine, documented_install_lines, sta
 from release_build import ReleaseBuild
 
 BASH = shutil.which("bash") or "/bin/bash"  # found here: the owner's PATH holds only the venv
+# pip compiles every module it installs to bytecode, most of its work here (six venvs of
+# NumPy, MkDocs, Material, Pygments); nothing checked depends on it, as a module's first
+# import compiles it anyway. pip reads this variable as the value of --no-compile's
+# destination, `compile`: "false" turns compiling off (for `python -m venv`'s pip too).
+NO_BYTECODE = {"PIP_NO_COMPILE": "false"}
 
 
 def test_docs_install_docpilot_only_from_the_repository_or_a_built_wheel() -> None:
@@ -77,6 +82,7 @@ class OwnerMachine:
             HOME=str(home),
             PIP_CACHE_DIR=str(self.work / "pip-cache"),
             PIP_DISABLE_PIP_VERSION_CHECK="1",
+            **NO_BYTECODE,
             LANG="C.UTF-8",
             NO_MKDOCS_2_WARNING="1",
         )
@@ -96,7 +102,9 @@ class OwnerMachine:
 
     def venv(self, folder: Path) -> Path:
         venv = folder / ".venv"
-        subprocess.run([self.python, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [self.python, "-m", "venv", str(venv)], env={**os.environ, **NO_BYTECODE}, check=True
+        )
         return venv
 
     def run(self, line: InstallLine, folder: Path, venv: Path) -> float:

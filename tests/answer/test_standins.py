@@ -9,19 +9,27 @@ pings, chunk keys, the usage chunk, the 400 and 500 bodies).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from typing import Any
 
-import anthropic
 import httpx
 import pytest
-from anthropic.types import RawMessageStreamEvent
-from pydantic import TypeAdapter
 from servers.anthropic_messages import AnthropicServer, Reply, ToolUse, text_call
 from servers.openai_chat import OpenAIChatServer
 
-EVENTS: TypeAdapter[Any] = TypeAdapter(RawMessageStreamEvent)
+
+@functools.cache
+def sdk_events() -> Any:
+    """The official SDK's type of a streamed event. Imported when a test needs it, not at
+    collection: the SDK and its pydantic models take a second to load, in every worker."""
+    from anthropic.types import RawMessageStreamEvent
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(RawMessageStreamEvent)
+
+
 SCRIPTS = {
     "text": Reply(text="Use `pip install mkdocs-docpilot` [[/install/]]."),
     "tool": Reply(tool_calls=(ToolUse("answer", {"markdown": "Yes [[/a/]].", "citations": []}),)),
@@ -36,8 +44,15 @@ LLAMA_CHUNK_KEYS = {"choices", "created", "id", "model", "system_fingerprint", "
 LLAMA_ROLE_DELTA = {"role": "assistant", "content": None}
 LLAMA_OVERFLOW_KEYS = {"code", "message", "type", "n_prompt_tokens", "n_ctx"}
 LLAMA_TIMINGS_KEYS = {
-    "cache_n", "prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second",
-    "predicted_n", "predicted_ms", "predicted_per_token_ms", "predicted_per_second",
+    "cache_n",
+    "prompt_n",
+    "prompt_ms",
+    "prompt_per_token_ms",
+    "prompt_per_second",
+    "predicted_n",
+    "predicted_ms",
+    "predicted_per_token_ms",
+    "predicted_per_second",
 }
 
 
@@ -57,7 +72,7 @@ def test_every_anthropic_event_is_one_the_official_sdk_types(name: str) -> None:
     for event in events:
         if event["type"] == "ping":
             continue  # a keep-alive: the SDK skips it by name
-        typed = EVENTS.validate_python(event)
+        typed = sdk_events().validate_python(event)
         assert typed.type == event["type"]
         unknown = set(event) - set(type(typed).model_fields)
         assert not unknown, f"{event['type']} carries keys the SDK does not know: {unknown}"
@@ -65,6 +80,8 @@ def test_every_anthropic_event_is_one_the_official_sdk_types(name: str) -> None:
 
 @pytest.mark.parametrize("name", list(SCRIPTS))
 def test_the_official_sdk_rebuilds_each_scripted_message(name: str) -> None:
+    import anthropic
+
     reply = SCRIPTS[name]
     with AnthropicServer([reply]) as server:
         client = anthropic.Anthropic(
@@ -92,8 +109,9 @@ def stream_lines(server: OpenAIChatServer, body: dict[str, Any]) -> list[tuple[f
     """Every line of a streamed reply with the seconds since the request."""
     began = time.monotonic()
     payload = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-    with httpx.stream("POST", f"{server.base_url}/chat/completions", json={**payload, **body},
-                      timeout=10) as response:
+    with httpx.stream(
+        "POST", f"{server.base_url}/chat/completions", json={**payload, **body}, timeout=10
+    ) as response:
         assert response.status_code == 200
         return [(time.monotonic() - began, line) for line in response.iter_lines() if line]
 
@@ -114,7 +132,10 @@ def test_the_llama_cpp_stream_has_the_real_servers_shape() -> None:
     assert finish["choices"][0] == {"finish_reason": "length", "index": 0, "delta": {}}
     assert usage["choices"] == [] and set(usage["timings"]) == LLAMA_TIMINGS_KEYS
     assert set(usage["usage"]) == {
-        "completion_tokens", "prompt_tokens", "total_tokens", "prompt_tokens_details"
+        "completion_tokens",
+        "prompt_tokens",
+        "total_tokens",
+        "prompt_tokens_details",
     }
 
 
@@ -132,9 +153,10 @@ def test_the_hosted_openai_stream_sends_its_role_chunk_before_it_waits() -> None
 def test_llama_cpp_refusals_have_the_real_bodies() -> None:
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "word " * 400}]}
-    with OpenAIChatServer(llama_cpp=True, n_ctx=100) as small, OpenAIChatServer(
-        llama_cpp=True, jinja=False
-    ) as no_jinja:
+    with (
+        OpenAIChatServer(llama_cpp=True, n_ctx=100) as small,
+        OpenAIChatServer(llama_cpp=True, jinja=False) as no_jinja,
+    ):
         overflow = httpx.post(f"{small.base_url}/chat/completions", json=body)
         refused = httpx.post(
             f"{no_jinja.base_url}/chat/completions",
@@ -149,8 +171,12 @@ def test_llama_cpp_refusals_have_the_real_bodies() -> None:
 
 
 def test_a_script_that_breaks_the_requested_schema_is_refused() -> None:
-    schema = {"type": "object", "properties": {"answer": {"type": "string"}},
-              "required": ["answer"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
     spec = {"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}
     with OpenAIChatServer([Reply(text="not JSON at all")], llama_cpp=True) as server:
         lines = stream_lines(server, {"response_format": spec})
@@ -161,18 +187,27 @@ def test_llama_cpp_takes_what_llama_server_takes_and_refuses_in_its_shape() -> N
     """llama-server needs no model, takes any role, a tool reply with no call before it
     and an empty tools list (the hosted API refuses all four); it refuses messages that are
     not an array, and a schema it cannot compile, with 400 and {code, message, type}."""
-    lenient = {"stream": True, "tools": [], "messages": [
-        {"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": "y"},
-    ]}
+    lenient = {
+        "stream": True,
+        "tools": [],
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "tool", "tool_call_id": "x", "content": "y"},
+        ],
+    }
     bad_schema = {"type": "json_schema", "json_schema": {"schema": {"type": "nonsense"}}}
     with OpenAIChatServer([Reply(text="Hello.")], llama_cpp=True) as server:
         url = f"{server.base_url}/chat/completions"
         taken = httpx.post(url, json=lenient)
         not_array = httpx.post(url, json={"stream": True, "messages": "hi"})
-        no_grammar = httpx.post(url, json={
-            "stream": True, "messages": [{"role": "user", "content": "hi"}],
-            "response_format": bad_schema,
-        })
+        no_grammar = httpx.post(
+            url,
+            json={
+                "stream": True,
+                "messages": [{"role": "user", "content": "hi"}],
+                "response_format": bad_schema,
+            },
+        )
     assert taken.status_code == 200
     for refused in (not_array, no_grammar):
         assert refused.status_code == 400
