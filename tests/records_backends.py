@@ -9,6 +9,7 @@ database on that server, dropped afterwards.
 from __future__ import annotations
 
 import os
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,3 +61,26 @@ def database_url(backend: str, tmp_path: Path) -> Iterator[str]:
     else:
         with fresh_postgres_database() as url:
             yield url
+
+
+@contextmanager
+def writes_blocked(backend: str, url: str, sqlite_file: Path) -> Iterator[None]:
+    """Hold the records database's write lock from another connection, so every call of
+    the runtime's that writes (or, on PostgreSQL, reads) its tables waits."""
+    if backend == "sqlite":
+        db = sqlite3.connect(sqlite_file, isolation_level=None)
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            db.execute("ROLLBACK")
+            db.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(url) as db:
+            db.execute("LOCK TABLE turns, feedback, webhook_outbox IN ACCESS EXCLUSIVE MODE")
+            try:
+                yield
+            finally:
+                db.rollback()

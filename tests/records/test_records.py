@@ -28,7 +28,7 @@ from docpilot_runtime.records.schema import MIGRATIONS
 from docpilot_runtime.records.spool import read_entries
 from docpilot_runtime.settings.load import SettingsError, load_settings
 from docpilot_runtime.shared.types import AskRequest, Citation, PageRef, Result
-from records_backends import BACKENDS, database_url
+from records_backends import BACKENDS, database_url, writes_blocked
 
 DAY_MS = 86_400_000
 NOW = int(time.time() * 1000)  # turns in the tests are recent unless a test says otherwise
@@ -129,6 +129,39 @@ def test_a_recorded_turn_is_on_disk_before_record_returns_and_written_behind(
     spooled, left, questions, _ = asyncio.run(scenario())
     assert spooled == 1 and left == 0
     assert questions == ["How do I exclude a page?"]
+
+
+def test_a_stalled_database_never_takes_the_threads_a_turn_needs(
+    settings: RecordsSettings, backend_url: str
+) -> None:
+    """While another client holds the records tables, every call of the recorder's on the
+    database waits (here forty feedback lookups of turns it does not know, as a flood of
+    made-up turn ids would make). A turn meanwhile still runs its blocking steps on the
+    shared thread pool (retrieval, the spool's append) and is recorded."""
+
+    async def scenario() -> tuple[int, list[bool]]:
+        recorder = Recorder(settings, database_url=backend_url)
+        await asyncio.to_thread(recorder.drain)  # the database open, as after a first write
+        backend = "postgres" if backend_url else "sqlite"
+        with writes_blocked(backend, backend_url, settings.sqlite_path()):
+            lookups = [
+                asyncio.create_task(recorder.feedback(FeedbackRecord(f"made-up-{n}", NOW, "up")))
+                for n in range(40)  # more than the shared pool's threads (at most 32)
+            ]
+            await asyncio.sleep(0)  # each task runs up to its lookup
+            turn_done = asyncio.gather(
+                asyncio.to_thread(lambda: "retrieval"),
+                recorder.record(result(), AskRequest("How do I exclude a page?"), {}),
+            )
+            await asyncio.wait_for(turn_done, timeout=20)
+            spooled = recorder.spool.depth()
+        kept = await asyncio.gather(*lookups)
+        await recorder.aclose()
+        return spooled, kept
+
+    spooled, kept = asyncio.run(scenario())
+    assert spooled == 1
+    assert kept == [False] * 40  # unknown turns: nothing kept
 
 
 def test_a_spool_replayed_after_a_crash_between_write_and_delete_duplicates_nothing(

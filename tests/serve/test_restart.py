@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 from collections import Counter
@@ -21,7 +20,7 @@ import pytest
 from docpilot_runtime.records import RecordsSettings, open_store
 from docpilot_runtime.records.outbox import outbox_rows
 from docpilot_runtime.records.spool import Spool
-from records_backends import BACKENDS, database_url
+from records_backends import BACKENDS, database_url, writes_blocked
 from records_session import CREDENTIAL, REFUSED
 from servers.processes import free_port
 from servers.webhook_receiver import WebhookReceiver, wait_until
@@ -63,29 +62,6 @@ def runtime_process(site: Path, config: Path, env: dict[str, str]) -> Iterator[t
             process.wait(60)
         if process.stderr:
             process.stderr.close()
-
-
-@contextmanager
-def writes_blocked(backend: str, url: str, sqlite_file: Path) -> Iterator[None]:
-    """Hold the records database's write lock, so the runtime's writer (and outbox
-    sender) wait: whatever is asked meanwhile stays in the spool."""
-    if backend == "sqlite":
-        db = sqlite3.connect(sqlite_file, isolation_level=None)
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        finally:
-            db.execute("ROLLBACK")
-            db.close()
-    else:
-        import psycopg
-
-        with psycopg.connect(url) as db:
-            db.execute("LOCK TABLE turns, feedback, webhook_outbox IN ACCESS EXCLUSIVE MODE")
-            try:
-                yield
-            finally:
-                db.rollback()
 
 
 @pytest.fixture(params=BACKENDS)

@@ -2,6 +2,11 @@
 result is final. It appends to the spool (fsynced, off the event loop) and returns; a
 background task moves spooled entries into the database, retrying while it is away.
 Recording never fails a turn: every error is logged by type and swallowed.
+
+Every call on the database runs on the recorder's own thread (`in_db`), never on the
+shared pool that `asyncio.to_thread` uses: a turn runs its retrieval and its spool append
+there, and a database that stalls (locked, or a server that stops answering) would
+otherwise take every thread of it, one waiting writer, lookup or webhook retry at a time.
 """
 
 from __future__ import annotations
@@ -12,11 +17,12 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from docpilot_runtime.records.outbox import OutboxEvent
+from docpilot_runtime.records.outbox import OutboxEvent, outbox_depth
 from docpilot_runtime.records.rescreen import Screen, rescreen_store, screen_entry
 from docpilot_runtime.records.schema import FeedbackRecord, TurnRecord, VerdictRecord
 from docpilot_runtime.records.spool import Spool, read_entries
@@ -32,6 +38,7 @@ DAY_MS = 86_400_000
 RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 PURGE_EVERY_SECONDS = 3600.0
 RECENT_TURNS = 10_000  # turn ids this process recorded, for feedback before the write
+T = TypeVar("T")
 
 
 @dataclass
@@ -143,6 +150,8 @@ class Recorder:
         self._sqlite_path = settings.sqlite_path(base)
         self._database_url = database_url
         self._store: RecordStore | None = None
+        # One thread for the database: its one connection serves one call at a time anyway.
+        self._db_thread = ThreadPoolExecutor(1, thread_name_prefix="docpilot-records")
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         # Turn ids this process recorded, each with whether its question was withheld.
@@ -206,7 +215,21 @@ class Recorder:
         store = self._store
         if store is None:
             return None
-        return await asyncio.to_thread(store.turn_withheld, turn_id)
+        return await self.in_db(store.turn_withheld, turn_id)
+
+    async def in_db(self, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)``, a blocking call on the database, run on the recorder's thread."""
+        return await asyncio.wrap_future(self._db_thread.submit(call, *args))
+
+    def outbox_depth(self, timeout: float) -> int | None:
+        """Events waiting in the outbox, for a caller on another thread (the metrics
+        scrape); None when the database does not answer within ``timeout`` seconds."""
+        asked = self._db_thread.submit(lambda: outbox_depth(self.store()))
+        try:
+            return asked.result(timeout)
+        except Exception:
+            asked.cancel()  # not started: dropped; started: left to finish on its own
+            return None
 
     def _remember(self, turn_id: str, withheld: bool) -> None:
         self._recent[turn_id] = withheld
@@ -223,7 +246,7 @@ class Recorder:
                 secret = self.webhooks.secret()
             except ValueError as exc:
                 raise RecordsError(str(exc)) from None
-            self.sender = WebhookSender(self.webhooks, secret, self.store)
+            self.sender = WebhookSender(self.webhooks, secret, self.store, self.in_db)
             self.sender.start()
         self._wake.set()  # the writer's first pass replays pending files
         self._task = asyncio.create_task(self._writer(), name="docpilot-records")
@@ -236,12 +259,13 @@ class Recorder:
             await self.sender.aclose()  # undelivered events stay in the outbox
             self.sender = None
         try:
-            await asyncio.to_thread(self.drain)
+            await self.in_db(self.drain)
         except Exception as exc:
             log.error("records: final write failed (%s); entries stay spooled", type(exc).__name__)
         if self._store is not None:
-            await asyncio.to_thread(self._store.close)
+            await self.in_db(self._store.close)
             self._store = None
+        self._db_thread.shutdown(wait=False)
 
     async def _writer(self) -> None:
         failures = 0
@@ -249,7 +273,7 @@ class Recorder:
             await self._wake.wait()
             self._wake.clear()
             try:
-                if await asyncio.to_thread(self.drain) and self.sender is not None:
+                if await self.in_db(self.drain) and self.sender is not None:
                     self.sender.wake()
                 failures = 0
             except Exception as exc:
@@ -260,7 +284,7 @@ class Recorder:
                     type(exc).__name__,
                     delay,
                 )
-                self._drop_store()
+                await self.in_db(self._drop_store)
                 await asyncio.sleep(delay)
                 self._wake.set()
 

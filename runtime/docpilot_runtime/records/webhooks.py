@@ -26,7 +26,7 @@ import hmac
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import httpx
@@ -144,11 +144,13 @@ class WebhookSender:
         settings: WebhookSettings,
         secret: bytes,
         store: Callable[[], RecordStore],
+        in_db: Callable[..., Awaitable[Any]],
         client: httpx.AsyncClient | None = None,
     ) -> None:
         self.settings = settings
         self._secret = secret
         self._store = store
+        self._in_db = in_db  # where blocking database calls run (the recorder's thread)
         self._client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(settings.timeout), follow_redirects=False
         )
@@ -188,15 +190,13 @@ class WebhookSender:
     async def _pass(self) -> float:
         """Deliver every row due now; returns seconds until the next one is due."""
         while True:
-            store = self._store()
+            store = await self._in_db(self._store)
             now_ms = int(time.time() * 1000)
-            claimed = await asyncio.to_thread(
-                claim_due, store, now_ms, self._lease_ms, BATCH
-            )
+            claimed = await self._in_db(claim_due, store, now_ms, self._lease_ms, BATCH)
             if not claimed:
                 break
             await asyncio.gather(*(self._deliver(store, item) for item in claimed))
-        due = await asyncio.to_thread(next_due_ms, self._store())
+        due: int | None = await self._in_db(next_due_ms, store)
         if due is None:
             return IDLE_POLL_SECONDS
         return min(IDLE_POLL_SECONDS, (due - time.time() * 1000) / 1000)
@@ -212,7 +212,7 @@ class WebhookSender:
                 )
                 await response.aclose()
             if 200 <= response.status_code < 300:
-                await asyncio.to_thread(mark_delivered, store, item, int(time.time() * 1000))
+                await self._in_db(mark_delivered, store, item, int(time.time() * 1000))
                 self.delivered += 1
                 return
             error = f"HTTP {response.status_code}"
@@ -232,7 +232,7 @@ class WebhookSender:
                 "webhook %s %s to %s failed %d times (%s); given up",
                 item.event_type, item.event_id, item.target, item.attempt, error,
             )
-        await asyncio.to_thread(mark_attempt_failed, store, item, error, next_ms, int(now * 1000))
+        await self._in_db(mark_attempt_failed, store, item, error, next_ms, int(now * 1000))
 
 
 async def stop_task(task: asyncio.Task[None] | None) -> None:

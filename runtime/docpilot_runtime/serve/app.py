@@ -41,7 +41,6 @@ from docpilot_runtime.limits.caps import Caps, MemoryCaps
 from docpilot_runtime.limits.shared import DatabaseCaps
 from docpilot_runtime.records import DATABASE_URL_ENV, Recorder
 from docpilot_runtime.records.location import records_settings
-from docpilot_runtime.records.outbox import outbox_depth
 from docpilot_runtime.records.rescreen import Screen
 from docpilot_runtime.screen.credentials import check_version, find_credential
 from docpilot_runtime.serve.ask import ask
@@ -65,6 +64,7 @@ from docpilot_runtime.turn import Runtime, load_runtime
 log = logging.getLogger("docpilot.app")
 
 SETTLE_SECONDS = 10.0  # at shutdown, how long second opinions may still finish
+OUTBOX_DEPTH_SECONDS = 2.0  # a scrape's wait for the records database, then "not known"
 
 
 async def health(request: Request) -> Response:
@@ -96,8 +96,7 @@ def queue_depths(runtime: Runtime) -> dict[str, int | None]:
     with contextlib.suppress(Exception):  # a scrape never fails on a busy or absent database
         depths["spool"] = recorder.spool.depth()
     if recorder.webhooks is not None:
-        with contextlib.suppress(Exception):
-            depths["outbox"] = outbox_depth(recorder.store())
+        depths["outbox"] = recorder.outbox_depth(timeout=OUTBOX_DEPTH_SECONDS)
     return depths
 
 
