@@ -6,7 +6,7 @@ release: its sdist for the repository (``git+`` lines), its wheel in ``dist/`` f
 built wheel. Each line runs in bash, as written but for that swap, in an owner's shell:
 a venv made with ``python -m venv`` and active, nothing else on PATH (no node, no npm),
 an empty HOME, the package index as this machine configures it, and a pip cache of its
-own. Lines that install DocPilot run in a new venv each, then a small Material site is
+own (which compiles nothing at install). Lines that install DocPilot run in a new venv each, then a small Material site is
 built with it offline (or, with no MkDocs, ``docpilot --help`` runs); extras, reinstalls
 and tools go, in order, into the first such venv, which then passes ``pip check`` and
 builds the site again. ``pip wheel`` lines run first, in one folder whose ``wheels/``
@@ -28,11 +28,6 @@ from install_lines import REPOSITORY, InstallLine, documented_install_lines, sta
 from release_build import ReleaseBuild
 
 BASH = shutil.which("bash") or "/bin/bash"  # found here: the owner's PATH holds only the venv
-# pip compiles every module it installs to bytecode, most of its work here (six venvs of
-# NumPy, MkDocs, Material, Pygments); nothing checked depends on it, as a module's first
-# import compiles it anyway. pip reads this variable as the value of --no-compile's
-# destination, `compile`: "false" turns compiling off (for `python -m venv`'s pip too).
-NO_BYTECODE = {"PIP_NO_COMPILE": "false"}
 
 
 def test_docs_install_docpilot_only_from_the_repository_or_a_built_wheel() -> None:
@@ -82,7 +77,11 @@ class OwnerMachine:
             HOME=str(home),
             PIP_CACHE_DIR=str(self.work / "pip-cache"),
             PIP_DISABLE_PIP_VERSION_CHECK="1",
-            **NO_BYTECODE,
+            # pip compiles every module it installs, most of its work in these venvs
+            # (NumPy, MkDocs, Material, Pygments); nothing checked needs it, as a first
+            # import compiles what it uses. pip takes the variable as the value of
+            # --no-compile's destination, `compile`: "false" turns compiling off.
+            PIP_NO_COMPILE="false",
             LANG="C.UTF-8",
             NO_MKDOCS_2_WARNING="1",
         )
@@ -102,9 +101,7 @@ class OwnerMachine:
 
     def venv(self, folder: Path) -> Path:
         venv = folder / ".venv"
-        subprocess.run(
-            [self.python, "-m", "venv", str(venv)], env={**os.environ, **NO_BYTECODE}, check=True
-        )
+        subprocess.run([self.python, "-m", "venv", str(venv)], check=True)
         return venv
 
     def run(self, line: InstallLine, folder: Path, venv: Path) -> float:
