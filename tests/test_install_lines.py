@@ -5,11 +5,11 @@ The release workflow's build job (tests/release_build.py) stands in for the publ
 release: its sdist for the repository (``git+`` lines), its wheel in ``dist/`` for a
 built wheel. Each line runs in bash, as written but for that swap, in an owner's shell:
 a venv made with ``python -m venv`` and active, nothing else on PATH (no node, no npm),
-an empty HOME, the package index as this machine configures it, and a pip cache of its
-own (which compiles nothing at install). Lines that install DocPilot run in a new venv each, then a small Material site is
-built with it offline (or, with no MkDocs, ``docpilot --help`` runs); extras, reinstalls
-and tools go, in order, into the first such venv, which then passes ``pip check`` and
-builds the site again. ``pip wheel`` lines run first, in one folder whose ``wheels/``
+an empty HOME, the package index as this machine configures it, a pip cache of its own,
+and pip compiling no bytecode at install. Lines that install DocPilot run in a new venv
+each, then a small Material site is built with it offline (or, with no MkDocs,
+``docpilot --help`` runs); extras, reinstalls and tools go, in order, into the first such
+venv, which then passes ``pip check`` and builds the site again. ``pip wheel`` lines run first, in one folder whose ``wheels/``
 every venv's folder gets (the Dockerfile installs from it)."""
 
 from __future__ import annotations
