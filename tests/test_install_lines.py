@@ -9,8 +9,9 @@ an empty HOME, the package index as this machine configures it, a pip cache of i
 and pip compiling no bytecode at install. Lines that install DocPilot run in a new venv
 each, then a small Material site is built with it offline (or, with no MkDocs,
 ``docpilot --help`` runs); extras, reinstalls and tools go, in order, into the first such
-venv, which then passes ``pip check`` and builds the site again. ``pip wheel`` lines run first, in one folder whose ``wheels/``
-every venv's folder gets (the Dockerfile installs from it)."""
+venv, which then passes ``pip check`` and builds the site again. ``pip wheel`` lines run
+first, in one folder whose ``wheels/`` every venv's folder gets (the Dockerfile installs
+from it)."""
 
 from __future__ import annotations
 
